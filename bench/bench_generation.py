@@ -399,12 +399,6 @@ def measure(args: argparse.Namespace, backend: Any, url: str, spec: GenerationSp
             Row(f"ours: generate_run, hf shared prefix, batch {args.batch_size}", len(mine),
                 prefill, sum(a.new_tokens for a in mine.values()), seconds)]
     same = {"ours": sum(ref[qid].text == mine[qid].text for qid in ref)}
-    if args.library:
-        print("transformers continuous batching ...")
-        lib, lib_seconds = library(backend.model, backend.tokenizer, work, args.max_new_tokens)
-        rows.append(Row("transformers continuous batching (generate_batch, block sharing)",
-                        len(lib), None, sum(a.new_tokens for a in lib.values()), lib_seconds))
-        same["library"] = sum(ref[qid].text == lib[qid].text for qid in ref)
     kv = one_meeting_kv(backend, work[0], args.max_new_tokens)
     lines = [*header_lines(args, backend, work, model_name, len(ref) if limit else 0), ""]
     questions = len(work[0].questions)
@@ -412,6 +406,19 @@ def measure(args: argparse.Namespace, backend: Any, url: str, spec: GenerationSp
                f"ours {kv['ours'] / 1e6:.1f} MB (measured), former per-row copies "
                f"{kv['copies'] / 1e6:.1f} MB, reference (one question at a time) "
                f"{kv['reference'] / 1e6:.1f} MB.")
+    if args.library:
+        # The library runs last: its table so far is written first, so that a library run
+        # cut off by a time limit (it can be slow) leaves the other figures behind.
+        partial = render(rows, same, len(ref), lines) + "\n\n" + kv_line
+        print(partial, flush=True)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(partial + "\n", encoding="utf-8")
+        print("transformers continuous batching ...", flush=True)
+        lib, lib_seconds = library(backend.model, backend.tokenizer, work, args.max_new_tokens)
+        rows.append(Row("transformers continuous batching (generate_batch, block sharing)",
+                        len(lib), None, sum(a.new_tokens for a in lib.values()), lib_seconds))
+        same["library"] = sum(ref[qid].text == lib[qid].text for qid in ref)
     return render(rows, same, len(ref), lines) + "\n\n" + kv_line
 
 

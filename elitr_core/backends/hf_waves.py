@@ -1,17 +1,19 @@
 """The ``hf`` backend's single-turn engine: rows of many meetings decoded in waves.
 
 Each group's (meeting's) shared token prefix is prefilled once into a batch-1 cache (reused
-from the backend's last call with the same ``cache_key``); its keys and values go into a
-:class:`~elitr_core.backends.shared_prefix.SharedPrefixBatch` as they are, never copied. Rows
-are taken ``batch_size`` at a time in input order, across meetings; a prefix is dropped once
-no later row needs it.
+from the backend's last call with the same ``cache_key``); a
+:class:`~elitr_core.backends.shared_prefix.SharedPrefixBatch` stacks the prefixes of a wave's
+groups, and the caches then keep views of that stack (so each prefix is held once). Rows are
+taken ``batch_size`` at a time in input order, across meetings; a prefix is dropped once no
+later row needs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -25,6 +27,8 @@ from elitr_core.backends.hf_cache import (
 from elitr_core.backends.shared_prefix import ATTENTION_NAME, KeyValues, SharedPrefixBatch
 
 if TYPE_CHECKING:
+    from transformers import DynamicCache
+
     from elitr_core.backends.hf import HFBackend
 
 
@@ -40,26 +44,52 @@ def decode_groups(
     # At least one token per conversation stays out of the prefix: its logits start decoding.
     shared = [min(common_token_prefix(p), min(map(len, p)) - 1) if p else 0 for p in prompts]
     prefixes: dict[int, tuple[list[KeyValues], int]] = {}
+    caches: dict[int, DynamicCache] = {}
     for start in range(0, len(rows), backend.batch_size):
         wave = rows[start : start + backend.batch_size]
         for group in sorted({row.group for row in wave} - prefixes.keys()):
             prefix_ids = prompts[group][0][: shared[group]]
             cache, reused = backend._prefix_cache(prefix_ids, groups[group].cache_key)
             layers = [(k, v) for k, v, *_ in cache] if cache is not None else []
+            if cache is not None:
+                caches[group] = cache
             cached = shared[group] if len(prompts[group]) > 1 else reused
             prefixes[group] = (layers, cached)
         for row in wave:
             row.cached_tokens = prefixes[row.group][1]
-        decode_wave(backend, wave, prefixes, shared, decoding, finish)
+        decode_wave(backend, wave, prefixes, caches, shared, decoding, finish)
         later = {row.group for row in rows[start + backend.batch_size :]}
         for group in list(prefixes.keys() - later):
             del prefixes[group]
+            caches.pop(group, None)
+
+
+def keep_views(cache: DynamicCache, views: list[KeyValues]) -> None:
+    """Point a prefix cache's layers at ``views`` of a stack (its own tensors are then freed).
+
+    The backend keeps its last prefix cache for the next call with the same ``cache_key``; a
+    transformers cache layer's ``keys``/``values`` may be any tensors of the right shape.
+    """
+    layers: list[Any] = list(cache.layers)  # full-attention layers (the backend checked)
+    for layer, (keys, values) in zip(layers, views, strict=True):
+        layer.keys, layer.values = keys, values
+
+
+@contextmanager
+def shared_attention(backend: HFBackend) -> Iterator[None]:
+    """The model attends through the shared-prefix batch while the block runs."""
+    backend.model.set_attn_implementation(ATTENTION_NAME)
+    try:
+        yield
+    finally:
+        backend.model.set_attn_implementation(backend.attn_implementation)
 
 
 def decode_wave(
     backend: HFBackend,
     wave: list[DecodingRow],
     prefixes: dict[int, tuple[list[KeyValues], int]],
+    caches: dict[int, DynamicCache],
     shared: list[int],
     decoding: DecodingConfig,
     finish: Callable[[DecodingRow], None],
@@ -75,16 +105,23 @@ def decode_wave(
         capacity,
         backend.device,
     )
+    for group in groups:  # the stack holds each prefix now: the caches keep views of it
+        views = batch.prefix_views(slot[group])
+        prefixes[group] = (views, prefixes[group][1])
+        if group in caches and views:
+            keep_views(caches[group], views)
     ids, valid, positions = right_aligned_suffixes(
         suffixes, [shared[row.group] for row in wave], backend._pad_id, backend.device
     )
-    logits = shared_forward(backend, batch, ids, valid, positions)
-    backend.peak_kv_bytes = max(backend.peak_kv_bytes, batch.kv_bytes())
+    with shared_attention(backend):
+        logits = shared_forward(backend, batch, ids, valid, positions)
+        backend.peak_kv_bytes = max(backend.peak_kv_bytes, batch.kv_bytes())
 
-    def step(feed: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
-        return shared_forward(backend, batch, feed, torch.ones_like(feed, dtype=torch.bool), at)
+        def step(feed: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
+            ones = torch.ones_like(feed, dtype=torch.bool)
+            return shared_forward(backend, batch, feed, ones, at)
 
-    decode_rows(step, batch.select, wave, logits, decoding, backend._eos_ids, finish)
+        decode_rows(step, batch.select, wave, logits, decoding, backend._eos_ids, finish)
 
 
 def shared_forward(
@@ -94,19 +131,19 @@ def shared_forward(
     valid: torch.Tensor,
     position_ids: torch.Tensor,
 ) -> torch.Tensor:
-    """One forward of the rows in ``batch`` on new tokens; last-position logits."""
+    """One forward of the rows in ``batch`` on new tokens; last-position logits.
+
+    Runs inside :func:`shared_attention` (switching the attention per forward cost about
+    1 ms a step for 32 layers).
+    """
     batch.begin(valid)
-    backend.model.set_attn_implementation(ATTENTION_NAME)
-    try:
-        output = backend.model(
-            input_ids=input_ids,
-            position_ids=position_ids,
-            use_cache=False,
-            logits_to_keep=1,
-            shared_prefix_batch=batch,
-        )
-    finally:
-        backend.model.set_attn_implementation(backend.attn_implementation)
+    output = backend.model(
+        input_ids=input_ids,
+        position_ids=position_ids,
+        use_cache=False,
+        logits_to_keep=1,
+        shared_prefix_batch=batch,
+    )
     batch.end()
     return output.logits[:, -1, :]
 
@@ -166,13 +203,14 @@ def _one_round(
         max(len(r.prompt) - r.cached_tokens for r in rows) + decoding.max_new_tokens,
         backend.device,
     )
+    for slot, conversation in enumerate(wave):  # held once, in the stack
+        conversation.layers = batch.prefix_views(slot)
     ids, valid, positions = right_aligned_suffixes(
         [r.prompt[r.cached_tokens :] for r in rows],
         [r.cached_tokens for r in rows],
         backend._pad_id,
         backend.device,
     )
-    logits = shared_forward(backend, batch, ids, valid, positions)
     current = list(rows)
 
     def finish(row: DecodingRow) -> None:
@@ -206,4 +244,6 @@ def _one_round(
     def step(feed: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
         return shared_forward(backend, batch, feed, torch.ones_like(feed, dtype=torch.bool), at)
 
-    decode_rows(step, select, rows, logits, decoding, backend._eos_ids, finish)
+    with shared_attention(backend):
+        logits = shared_forward(backend, batch, ids, valid, positions)
+        decode_rows(step, select, rows, logits, decoding, backend._eos_ids, finish)

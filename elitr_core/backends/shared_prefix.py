@@ -38,9 +38,21 @@ runs (registered in transformers' ``AttentionInterface``)."""
 
 KeyValues = tuple[torch.Tensor, torch.Tensor]
 
+SCORE_BYTES_PER_CHUNK = 512 * 2**20
+"""At most this many bytes of float32 attention scores against the prefixes at once (a decode
+step of 130 rows over eight 12.5k-token transcripts takes one chunk; a prefill takes many)."""
+
 
 class SharedPrefixBatch:
     """The KV state of rows decoded together: prefixes held once, suffixes per row in place.
+
+    The groups' prefixes are stacked per layer into one ``(groups, kv_heads, longest, d)``
+    tensor (the shorter ones padded and masked), so that one step attends every group's prefix
+    with a fixed number of kernels whatever the number of groups: on a GPU a decode step is
+    bound by kernel launches, and a loop over eight meetings in each of 32 layers cost more
+    than the model itself. With one group the prefix tensors are used as they are; with more,
+    they are copied once into the stack and the caller should drop the originals
+    (:meth:`prefix_views` gives views of the stack to keep instead).
 
     Parameters
     ----------
@@ -62,25 +74,50 @@ class SharedPrefixBatch:
         capacity: int,
         device: torch.device,
     ) -> None:
-        self.prefixes = [list(layers) for layers in prefixes]
+        self.groups = len(prefixes)
         self.capacity = capacity
         self.keys: dict[int, torch.Tensor] = {}  # per layer, allocated at its first forward
         self.values: dict[int, torch.Tensor] = {}
         self.valid = torch.zeros((len(row_groups), capacity), dtype=torch.bool, device=device)
         self.length = 0
         self._new_valid: torch.Tensor | None = None
+        self._allowed: torch.Tensor | None = None  # the suffix mask of the running forward
+        self.prefix_lengths = [layers[0][0].shape[2] if layers else 0 for layers in prefixes]
+        self.prefix_keys, self.prefix_values = _stack_prefixes(prefixes, self.prefix_lengths)
+        self.prefix_mask: torch.Tensor | None = None  # (groups, 1, 1, longest), False on pads
+        longest = max(self.prefix_lengths, default=0)
+        if self.prefix_keys and min(self.prefix_lengths) < longest:
+            at = torch.arange(longest, device=device)
+            lengths = torch.tensor(self.prefix_lengths, device=device)
+            self.prefix_mask = (at[None, :] < lengths[:, None])[:, None, None, :]
         self._set_rows(torch.tensor(list(row_groups), dtype=torch.long))
 
     def _set_rows(self, row_groups: torch.Tensor) -> None:
+        """Place every row in a ``(groups x per_group)`` grid of prefix query slots."""
         self.row_groups = row_groups
-        self.members = [
-            (group, torch.nonzero(row_groups == group).flatten().to(self.valid.device))
-            for group in sorted(set(row_groups.tolist()))
+        groups = row_groups.tolist()
+        counts = [0] * self.groups
+        ranks = []
+        for group in groups:
+            ranks.append(counts[group])
+            counts[group] += 1
+        self.per_group = max(counts, default=0)
+        slots = [g * self.per_group + rank for g, rank in zip(groups, ranks, strict=True)]
+        self.slots = torch.tensor(slots, dtype=torch.long, device=self.valid.device)
+
+    def prefix_views(self, group: int) -> list[KeyValues]:
+        """Group ``group``'s prefix as per-layer ``(1, kv_heads, P_g, d)`` views of the stack."""
+        length = self.prefix_lengths[group]
+        if not length:
+            return []
+        return [
+            (keys[group : group + 1, :, :length], values[group : group + 1, :, :length])
+            for keys, values in zip(self.prefix_keys, self.prefix_values, strict=True)
         ]
 
     def kv_bytes(self) -> int:
-        """Bytes of keys and values held: every prefix once plus every row's buffer."""
-        tensors = [t for layers in self.prefixes for layer in layers for t in layer]
+        """Bytes of keys and values held: the stacked prefixes plus every row's buffer."""
+        tensors = [*self.prefix_keys, *self.prefix_values]
         tensors += [*self.keys.values(), *self.values.values()]
         return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -89,6 +126,7 @@ class SharedPrefixBatch:
         if self.length + new_valid.shape[1] > self.valid.shape[1]:
             raise RuntimeError("the suffix buffers are full")  # a bug, never user input
         self._new_valid = new_valid.to(self.valid.device)
+        self._allowed = None
 
     def end(self) -> None:
         """The forward is done: its tokens become part of the rows' suffixes."""
@@ -96,7 +134,7 @@ class SharedPrefixBatch:
         width = self._new_valid.shape[1]
         self.valid[:, self.length : self.length + width] = self._new_valid
         self.length += width
-        self._new_valid = None
+        self._new_valid = self._allowed = None
 
     def select(self, kept: torch.Tensor) -> None:
         """Keep only the rows ``kept`` (finished rows leave; prefixes stay untouched)."""
@@ -104,6 +142,19 @@ class SharedPrefixBatch:
         self.values = {layer: v.index_select(0, kept) for layer, v in self.values.items()}
         self.valid = self.valid.index_select(0, kept)
         self._set_rows(self.row_groups.index_select(0, kept.cpu()))
+
+    def _suffix_mask(self, rep: int, width: int) -> torch.Tensor:
+        """Which suffix keys each (row, head, new token) query sees: the same in every layer."""
+        if self._allowed is None:
+            assert self._new_valid is not None
+            start, end = self.length, self.length + width
+            valid = self.valid[:, :end].clone()
+            valid[:, start:] = self._new_valid
+            keys_at = torch.arange(end, device=valid.device)
+            news_at = start + torch.arange(width, device=valid.device)
+            causal = keys_at[None, :] <= news_at[:, None]
+            self._allowed = (valid[:, None, :] & causal[None]).repeat(1, rep, 1)[:, None]
+        return self._allowed
 
     def attend(
         self, layer: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float
@@ -119,39 +170,81 @@ class SharedPrefixBatch:
             self.keys[layer], self.values[layer] = key.new_zeros(shape), value.new_zeros(shape)
         self.keys[layer][:, :, start:end] = key
         self.values[layer][:, :, start:end] = value
-        valid = self.valid[:, :end].clone()
-        valid[:, start:] = self._new_valid
-        keys_at = torch.arange(end, device=query.device)
-        causal = keys_at[None, :] <= (start + torch.arange(width, device=query.device))[:, None]
-        allowed = (valid[:, None, :] & causal[None]).repeat(1, rep, 1)  # row r * width + w
+        # Query heads sharing a KV head are folded together: row r's (head, token) is rep*width.
         grouped = query.reshape(rows, kv_heads, rep * width, head_dim)
         out, lse = attend_with_lse(
             grouped,
             self.keys[layer][:, :, :end],
             self.values[layer][:, :, :end],
             scale,
-            allowed[:, None],
+            self._suffix_mask(rep, width),
         )
-        for group, members in self.members:
-            if not self.prefixes[group]:
-                continue
-            prefix_keys, prefix_values = self.prefixes[group][layer]
-            count = len(members)
-            folded = (
-                grouped.index_select(0, members)
-                .transpose(0, 1)
-                .reshape(1, kv_heads, count * rep * width, head_dim)
-            )
-            prefix_out, prefix_lse = attend_with_lse(folded, prefix_keys, prefix_values, scale)
-            prefix_out = prefix_out.reshape(kv_heads, count, rep * width, head_dim).transpose(0, 1)
-            prefix_lse = prefix_lse.reshape(kv_heads, count, rep * width).transpose(0, 1)
-            merged, merged_lse = merge(
-                (out.index_select(0, members), lse.index_select(0, members)),
-                (prefix_out, prefix_lse),
-            )
-            out = out.index_copy(0, members, merged)
-            lse = lse.index_copy(0, members, merged_lse)
+        if self.prefix_keys:
+            prefix_out, prefix_lse = self._attend_prefixes(layer, grouped, scale)
+            out, lse = merge((out, lse), (prefix_out, prefix_lse))
         return out.reshape(rows, heads, width, head_dim).transpose(1, 2)
+
+    def _attend_prefixes(
+        self, layer: int, grouped: torch.Tensor, scale: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every row against its group's prefix: the rows of a group fold into one query block."""
+        rows, kv_heads, block, head_dim = grouped.shape
+        slots = self.groups * self.per_group
+        folded = grouped.new_zeros((slots, kv_heads, block, head_dim)).index_copy_(
+            0, self.slots, grouped
+        )
+        folded = (
+            folded.reshape(self.groups, self.per_group, kv_heads, block, head_dim)
+            .transpose(1, 2)
+            .reshape(self.groups, kv_heads, self.per_group * block, head_dim)
+        )
+        keys, values = self.prefix_keys[layer], self.prefix_values[layer]
+        # The scores of a prefill (every suffix token of every row against ~12k prefix tokens)
+        # would not fit at once on a GPU: the query block is cut in chunks of a bounded size.
+        per_query = self.groups * kv_heads * keys.shape[2] * 4  # float32 score bytes
+        chunk = max(1, SCORE_BYTES_PER_CHUNK // per_query)
+        parts = [
+            attend_with_lse(folded[:, :, at : at + chunk], keys, values, scale, self.prefix_mask)
+            for at in range(0, folded.shape[2], chunk)
+        ]
+        out = torch.cat([part[0] for part in parts], dim=2)
+        lse = torch.cat([part[1] for part in parts], dim=2)
+        out = (
+            out.reshape(self.groups, kv_heads, self.per_group, block, head_dim)
+            .transpose(1, 2)
+            .reshape(slots, kv_heads, block, head_dim)
+            .index_select(0, self.slots)
+        )
+        lse = (
+            lse.reshape(self.groups, kv_heads, self.per_group, block)
+            .transpose(1, 2)
+            .reshape(slots, kv_heads, block)
+            .index_select(0, self.slots)
+        )
+        return out, lse
+
+
+def _stack_prefixes(
+    prefixes: Sequence[Sequence[KeyValues]], lengths: Sequence[int]
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Per layer, every group's prefix keys (and values) in one zero-padded tensor."""
+    template = next((layers for layers in prefixes if layers), None)
+    if template is None:
+        return [], []
+    if len(prefixes) == 1:  # nothing to stack: the tensors as they are, never copied
+        return [k for k, _ in template], [v for _, v in template]
+    longest = max(lengths)
+    keys_out, values_out = [], []
+    for layer, (key, value) in enumerate(template):
+        keys = key.new_zeros((len(prefixes), key.shape[1], longest, key.shape[3]))
+        values = value.new_zeros((len(prefixes), value.shape[1], longest, value.shape[3]))
+        for group, layers in enumerate(prefixes):
+            if layers:
+                keys[group, :, : lengths[group]] = layers[layer][0][0]
+                values[group, :, : lengths[group]] = layers[layer][1][0]
+        keys_out.append(keys)
+        values_out.append(values)
+    return keys_out, values_out
 
 
 def attend_with_lse(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import torch
 
+from elitr_core.backends import shared_prefix
 from elitr_core.backends.base import (
     Completion,
     ConversationGroup,
@@ -176,14 +177,21 @@ def test_cache_key_reuses_prefix_across_calls(backend: HFBackend, transcript: st
         assert_same_as_naive(completion, naive_generate(backend, prompt, GREEDY))
 
 
-def test_meetings_decode_together_and_match_naive(backend: HFBackend) -> None:
-    # batch_size 3 over 2 x 4 questions: the second batch holds rows of both meetings.
+@pytest.mark.parametrize("score_bytes", [None, 4096])
+def test_meetings_decode_together_and_match_naive(
+    backend: HFBackend, score_bytes: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # batch_size 3 over 2 x 4 questions: the second batch holds rows of both meetings, whose
+    # prefixes differ in length (stacked, the shorter one padded). With a 4 KiB score budget
+    # the prefix attention runs query chunk by query chunk.
+    if score_bytes is not None:
+        monkeypatch.setattr(shared_prefix, "SCORE_BYTES_PER_CHUNK", score_bytes)
     backend.batch_size = 3
     groups = [
         ConversationGroup(
-            st_conversations(synthetic_transcript(25, seed=seed), QUESTIONS[:4]), f"m{seed}"
+            st_conversations(synthetic_transcript(lines, seed=seed), QUESTIONS[:4]), f"m{seed}"
         )
-        for seed in (7, 8)
+        for seed, lines in ((7, 25), (8, 31))
     ]
     seen: list[tuple[int, int]] = []
     results = backend.generate_many(groups, GREEDY, on_result=lambda g, i, c: seen.append((g, i)))

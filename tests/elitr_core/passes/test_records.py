@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import socket
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
@@ -15,6 +16,7 @@ from elitr_core.passes.records import (
     MAX_FAILURES,
     TRACKED_PACKAGES,
     completion_meta,
+    installed_versions,
     library_versions,
     now_iso,
     process_info,
@@ -81,3 +83,14 @@ def test_versions_and_process() -> None:
         else:
             assert versions[package] == installed
     assert process_info() == {"pid": os.getpid(), "host": socket.gethostname()}
+
+
+def test_installed_versions_agree_with_importlib_metadata() -> None:
+    # The folder-name reading against the reference: every distribution importlib finds.
+    found = installed_versions()
+    expected = {
+        re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower(): dist.version
+        for dist in reversed(list(metadata.distributions()))  # the first on sys.path wins
+    }
+    assert len(expected) > 50  # the project's own requirements are installed
+    assert {name: found.get(name) for name in expected} == expected

@@ -26,7 +26,7 @@ arXiv:2402.05099 (batch folded into the query for the shared prefix).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -37,6 +37,10 @@ ATTENTION_NAME = "elitr_shared_prefix"
 runs (registered in transformers' ``AttentionInterface``)."""
 
 KeyValues = tuple[torch.Tensor, torch.Tensor]
+
+FUSED = True
+"""Attend the prefixes with PyTorch's fused flash-attention kernel (which also returns the
+log-sum-exp) where one exists for the device and dtype; False forces the math path."""
 
 SCORE_BYTES_PER_CHUNK = 512 * 2**20
 """At most this many bytes of float32 attention scores against the prefixes at once (a decode
@@ -199,16 +203,33 @@ class SharedPrefixBatch:
             .reshape(self.groups, kv_heads, self.per_group * block, head_dim)
         )
         keys, values = self.prefix_keys[layer], self.prefix_values[layer]
-        # The scores of a prefill (every suffix token of every row against ~12k prefix tokens)
-        # would not fit at once on a GPU: the query block is cut in chunks of a bounded size.
-        per_query = self.groups * kv_heads * keys.shape[2] * 4  # float32 score bytes
-        chunk = max(1, SCORE_BYTES_PER_CHUNK // per_query)
-        parts = [
-            attend_with_lse(folded[:, :, at : at + chunk], keys, values, scale, self.prefix_mask)
-            for at in range(0, folded.shape[2], chunk)
-        ]
-        out = torch.cat([part[0] for part in parts], dim=2)
-        lse = torch.cat([part[1] for part in parts], dim=2)
+        kernel = fused_kernel(folded) if FUSED else None
+        if kernel is not None:
+            # One fused kernel per group over its own prefix length (no padding, no mask):
+            # the scores never reach memory, the prefix keys and values are read once.
+            parts = []
+            for group, length in enumerate(self.prefix_lengths):
+                query = folded[group : group + 1]
+                if length:
+                    got = kernel(query, keys[group : group + 1, :, :length],
+                                 values[group : group + 1, :, :length], scale)
+                    parts.append((got[0], got[1].float()))
+                else:  # nothing to attend: adds nothing when merged
+                    lse = torch.full(query.shape[:-1], -math.inf, device=query.device)
+                    parts.append((torch.zeros_like(query), lse))
+        else:
+            # The scores of a prefill (every suffix token of every row against ~12k prefix
+            # tokens) would not fit at once on a GPU: the query block is cut in chunks.
+            per_query = self.groups * kv_heads * keys.shape[2] * 4  # float32 score bytes
+            chunk = max(1, SCORE_BYTES_PER_CHUNK // per_query)
+            parts = [
+                attend_with_lse(folded[:, :, at : at + chunk], keys, values, scale,
+                                self.prefix_mask)
+                for at in range(0, folded.shape[2], chunk)
+            ]
+        dim = 0 if kernel is not None else 2
+        out = torch.cat([part[0] for part in parts], dim=dim)
+        lse = torch.cat([part[1] for part in parts], dim=dim)
         out = (
             out.reshape(self.groups, kv_heads, self.per_group, block, head_dim)
             .transpose(1, 2)
@@ -245,6 +266,40 @@ def _stack_prefixes(
         keys_out.append(keys)
         values_out.append(values)
     return keys_out, values_out
+
+
+LseKernel = Callable[
+    [torch.Tensor, torch.Tensor, torch.Tensor, float], tuple[torch.Tensor, torch.Tensor]
+]
+
+
+def fused_kernel(query: torch.Tensor) -> LseKernel | None:
+    """PyTorch's flash-attention kernel for ``query``'s device and dtype, if it has one.
+
+    ``scaled_dot_product_attention`` does not return the log-sum-exp the merge needs, so the
+    ATen operators behind it are called directly (they are what SDPA dispatches to, and what
+    ``torch.compile`` emits): on CUDA for float16/bfloat16, on the CPU for any float dtype.
+    Inputs are ``(batch, heads, length, d)``; returns the output and the natural-log LSE
+    ``(batch, heads, length)``. ``None`` elsewhere: the caller uses :func:`attend_with_lse`.
+    """
+    aten = torch.ops.aten
+    if query.device.type == "cuda" and query.dtype in (torch.float16, torch.bfloat16):
+        if not hasattr(aten, "_scaled_dot_product_flash_attention"):
+            return None
+
+        def cuda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> Any:
+            return aten._scaled_dot_product_flash_attention(q, k, v, 0.0, False, False,
+                                                            scale=scale)[:2]
+
+        return cuda
+    if query.device.type == "cpu" and hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):
+
+        def cpu(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> Any:
+            return aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False,
+                                                                    scale=scale)
+
+        return cpu
+    return None
 
 
 def attend_with_lse(

@@ -177,15 +177,17 @@ def test_cache_key_reuses_prefix_across_calls(backend: HFBackend, transcript: st
         assert_same_as_naive(completion, naive_generate(backend, prompt, GREEDY))
 
 
-@pytest.mark.parametrize("score_bytes", [None, 4096])
+@pytest.mark.parametrize("path", ["fused", "math", "math in chunks"])
 def test_meetings_decode_together_and_match_naive(
-    backend: HFBackend, score_bytes: int | None, monkeypatch: pytest.MonkeyPatch
+    backend: HFBackend, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # batch_size 3 over 2 x 4 questions: the second batch holds rows of both meetings, whose
-    # prefixes differ in length (stacked, the shorter one padded). With a 4 KiB score budget
-    # the prefix attention runs query chunk by query chunk.
-    if score_bytes is not None:
-        monkeypatch.setattr(shared_prefix, "SCORE_BYTES_PER_CHUNK", score_bytes)
+    # prefixes differ in length (stacked, the shorter one padded). The prefix attention runs
+    # through PyTorch's fused kernel, or the math path (padding masked), whole or (with a
+    # 4 KiB score budget) query chunk by query chunk.
+    monkeypatch.setattr(shared_prefix, "FUSED", path == "fused")
+    if path == "math in chunks":
+        monkeypatch.setattr(shared_prefix, "SCORE_BYTES_PER_CHUNK", 4096)
     backend.batch_size = 3
     groups = [
         ConversationGroup(

@@ -8,13 +8,15 @@ decomposition as FlashAttention's split-KV / "flash-decoding"):
 
 - the prefix part: the queries of all rows of one meeting (and the query heads sharing a KV
   head) are folded into one long query block, so the meeting's prefix keys and values are read
-  once per step for all its rows;
+  once per step for all its rows (PyTorch's fused flash-attention kernel where the device and
+  dtype have one, else a math path over the stacked, padded prefixes);
 - the suffix part: each row against its own buffer, causal, pads masked.
 
 Written by hand because no kept library offers it for transformers models: the paged cache of
 transformers' continuous batching shares prefix blocks in memory but gathers them once per row
 at every step, has no repetition penalty and no per-conversation sampling seed, and ran 10x
-slower than this on a CPU (``bench/results/generation-cpu-2026-11-23.md``).
+slower than this on a CPU (``bench/results/generation-cpu-2026-11-23.md``) and over 20x slower
+on an H100 (``bench/results/generation-gpu-2026-11-23.md``).
 
 References
 ----------

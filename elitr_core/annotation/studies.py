@@ -5,8 +5,9 @@ A study picks responses (split, setting, mode, models, meetings), cuts them into
 unit. An annotator arriving by token or Prolific link claims the unit with the fewest
 annotators; their queue is the unit's items plus attention checks, shuffled with a seed derived
 from the study seed, the annotator and the unit (recorded on the participation). Every answer
-is committed before the next item is returned, through :func:`db.crud.upsert_score`, so a double
-click or a second tab updates the same score instead of adding one.
+is committed before the next item is returned, through :func:`db.annotation.record_answer` (an
+upsert on the score's key), so a double click or a second tab updates the same score instead of
+adding one.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
 from db import annotation as q
 from db.crud import upsert_evaluator
-from db.engine import read_session, session_scope
-from db.models import Assignment, Participation, Study, utcnow
+from db.engine import session_scope, single_read
+from db.models import Participation, Study, utcnow
 from elitr_core.annotation.auth import (
     AccessDenied,
     check_prolific_params,
@@ -47,7 +48,7 @@ _SQLITE_WRITERS: dict[str, threading.Lock] = {}
 
 
 @contextmanager
-def _writing(engine: Engine) -> Iterator[Session]:
+def _writing(engine: Engine) -> Iterator[Connection]:
     """A write transaction; on SQLite, writers of this process first queue on a lock.
 
     SQLite lets one writer in at a time and a blocked writer polls with growing sleeps, so
@@ -55,12 +56,12 @@ def _writing(engine: Engine) -> Iterator[Session]:
     Streamlit sessions share one process) keeps every submit short. PostgreSQL needs no lock.
     """
     if engine.dialect.name != "sqlite":
-        with session_scope(engine) as session:
-            yield session
+        with engine.begin() as connection:
+            yield connection
         return
     lock = _SQLITE_WRITERS.setdefault(str(engine.url), threading.Lock())
-    with lock, session_scope(engine) as session:
-        yield session
+    with lock, engine.begin() as connection:
+        yield connection
 
 
 @dataclass(frozen=True)
@@ -354,64 +355,77 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
         return Entry(annotator.id, study.id, study.name, prolific=True)
 
 
-def _study_for(session: Session, entry: Entry, *, writing: bool) -> Study:
-    study = q.study_by_id(session=session, study_id=entry.study_id)
-    if study is None:
-        raise AccessDenied("This study no longer exists.")
-    if writing and study.status != "open":
-        raise AccessDenied(f"Study {study.name} is closed: your answers so far are saved and "
-                           "can no longer be changed.")
-    return study
+@dataclass(frozen=True)
+class _StudyFacts:
+    """What a queue view needs of a study (read with the queue, not as an ORM object)."""
+
+    id: int
+    name: str
+    status: str
+    per_item: int
+    prolific_code: str | None
+
+    @classmethod
+    def of(cls, row: Any) -> _StudyFacts:
+        """From a :class:`Study` or a row with those columns."""
+        return cls(row.id, row.name, row.status, row.per_item, row.prolific_code)
 
 
-def _own_assignment(session: Session, entry: Entry, position: int) -> Assignment:
-    """The annotator's own queue row at ``position``; anything else is refused."""
-    row = q.assignment_at(session=session, study_id=entry.study_id,
-                          annotator_id=entry.annotator_id, position=position)
+def _existing(row: Any) -> Any:
+    """The row of a study-keyed read; refused when the study does not exist."""
     if row is None:
+        raise AccessDenied("This study no longer exists.")
+    return row
+
+
+def _own(row: Any) -> Any:
+    """A row joined with the annotator's queue row; refused when there is none."""
+    if row.id is None:
         raise AccessDenied("This item is not part of your assignments.")
     return row
 
 
-def _queue_view(session: Session, study: Study, entry: Entry) -> QueueView:
-    state = q.queue_state(session=session, study_id=entry.study_id,
-                          annotator_id=entry.annotator_id)
-    first_open = next((p for p, answered in state if not answered), None)
-    done = bool(state) and first_open is None
+def _queue_view(connection: Connection, study: _StudyFacts, entry: Entry,
+                counts: Any = None) -> QueueView:
+    """The queue view from ``counts`` (total, answered, first_open), read now if not given."""
+    if counts is None:
+        counts = q.queue_counts(connection=connection, study_id=study.id,
+                                annotator_id=entry.annotator_id)
+    total, answered, first_open = int(counts.total), int(counts.answered), counts.first_open
+    done = total > 0 and first_open is None
     can_more = False
-    if done and not entry.prolific and study.status == "open" and study.id is not None:
-        mine = {p.unit for p in q.participations(session=session, study_id=study.id,
-                                                 annotator_id=entry.annotator_id)}
-        can_more = any(n < study.per_item and u not in mine
-                       for u, n in q.unit_claims(session=session, study_id=study.id).items())
-    return QueueView(study.name, len(state), sum(a for _, a in state), first_open,
+    if done and not entry.prolific and study.status == "open":
+        # once per finished task: an offer only (take_another_unit checks again, row-locked)
+        with Session(bind=connection) as session:  # joins the connection's transaction
+            mine = {p.unit for p in q.participations(session=session, study_id=study.id,
+                                                     annotator_id=entry.annotator_id)}
+            can_more = any(n < study.per_item and u not in mine
+                           for u, n in q.unit_claims(session=session,
+                                                     study_id=study.id).items())
+    return QueueView(study.name, total, answered, first_open,
                      study.prolific_code if done else None, can_more)
 
 
 def queue_view(engine: Engine, entry: Entry) -> QueueView:
     """Progress of the annotator's queue and where to resume."""
-    with read_session(engine) as session:
-        return _queue_view(session, _study_for(session, entry, writing=False), entry)
+    with single_read(engine) as connection:
+        row = _existing(q.queue_counts(connection=connection, study_id=entry.study_id,
+                                       annotator_id=entry.annotator_id))
+        return _queue_view(connection, _StudyFacts.of(row), entry, row)
 
 
 def item_view(engine: Engine, entry: Entry, position: int) -> ItemView:
     """The item at ``position`` of the annotator's own queue (refused for anything else)."""
-    with read_session(engine) as session:
-        study = _study_for(session, entry, writing=False)
-        row = _own_assignment(session, entry, position)
-        texts = q.item_texts(session=session, response_id=row.response_id)
-        question = (texts["conv_text"] if texts["setting"] == "conv" and texts["conv_text"]
-                    else texts["qa_text"])
-        value: float | None = row.check_value
-        comment = ""
-        if row.kind == "item":
-            score = q.own_score(session=session, response_id=row.response_id,
-                                evaluator_id=study.evaluator_id, annotator_id=entry.annotator_id)
-            value, comment = (score.value, score.raw or "") if score else (None, "")
-        shown = {"attention-high": texts["reference"],
-                 "attention-low": row.check_text}.get(row.kind, texts["response"])
-        return ItemView(position, question, texts["reference"], str(shown),
-                        None if value is None else int(value), comment, bool(row.unclear))
+    with single_read(engine) as connection:
+        row = _own(_existing(q.item_row(connection=connection, study_id=entry.study_id,
+                                        annotator_id=entry.annotator_id, position=position)))
+    question = row.conv_text if row.setting == "conv" and row.conv_text else row.qa_text
+    value, comment = ((row.value, row.raw or "") if row.kind == "item"
+                      else (row.check_value, ""))
+    shown = {"attention-high": row.reference,
+             "attention-low": row.check_text}.get(row.kind, row.response)
+    return ItemView(position, question, row.reference, str(shown),
+                    None if value is None else int(value), comment, bool(row.unclear))
 
 
 def submit(engine: Engine, entry: Entry, position: int, value: int, *, comment: str = "",
@@ -427,28 +441,37 @@ def submit(engine: Engine, entry: Entry, position: int, value: int, *, comment: 
     """
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
         raise UserError(f"a score must be a whole number from 1 to 10, not {value!r}")
-    with _writing(engine) as session:
-        study = _study_for(session, entry, writing=True)
-        row = _own_assignment(session, entry, position)
-        parts = q.participations(session=session, study_id=entry.study_id,
-                                 annotator_id=entry.annotator_id)
-        if any(p.id == row.participation_id and p.status == "excluded" for p in parts):
+    with _writing(engine) as connection:
+        row = _existing(q.answer_target(connection=connection, study_id=entry.study_id,
+                                        annotator_id=entry.annotator_id, position=position))
+        study = _StudyFacts(row.study_id, row.study_name, row.study_status, row.per_item,
+                            row.prolific_code)
+        if study.status != "open":
+            raise AccessDenied(f"Study {study.name} is closed: your answers so far are saved "
+                               "and can no longer be changed.")
+        _own(row)
+        if row.participation_status == "excluded":
             raise AccessDenied(f"This link is no longer valid for study {study.name}.")
-        q.record_answer(session=session, assignment=row, evaluator_id=study.evaluator_id,
+        q.record_answer(session=connection, assignment=row, evaluator_id=row.evaluator_id,
                         value=float(value), comment=comment.strip()[:5000] or None,
                         unclear=unclear, seconds=max(0.0, float(seconds)))
-        view = _queue_view(session, study, entry)
+        # read after the write: the participation row it updated serialises this annotator's
+        # submits, so of two tabs answering the last two items the second sees both answers
+        view = _queue_view(connection, study, entry)
         if view.done:  # only then can a participation be finished: skip the count otherwise
             from elitr_core.annotation.quality import aggregate  # quality imports this module
 
-            q.finish_participations(session=session, study_id=entry.study_id,
-                                    annotator_id=entry.annotator_id)
-            # A finished task (a replacement's included) enters the study's aggregate at once:
-            # only its responses' means are recomputed, and finishers queue on the study's
-            # aggregate lock, so two of them never deadlock on the same aggregate rows.
-            q.lock_aggregate(session=session, study_id=entry.study_id)
-            aggregate(session, study.name, q.assigned_responses(
-                session=session, study_id=entry.study_id, annotator_id=entry.annotator_id))
+            with Session(bind=connection) as session:  # joins the connection's transaction
+                q.finish_participations(session=session, study_id=entry.study_id,
+                                        annotator_id=entry.annotator_id)
+                # A finished task (a replacement's included) enters the study's aggregate at
+                # once: only its responses' means are recomputed, and finishers queue on the
+                # study's aggregate lock, so two of them never deadlock on the same aggregate
+                # rows.
+                q.lock_aggregate(session=session, study_id=entry.study_id)
+                aggregate(session, study.name, q.assigned_responses(
+                    session=session, study_id=entry.study_id, annotator_id=entry.annotator_id))
+                session.flush()
         return view
 
 
@@ -468,4 +491,4 @@ def take_another_unit(engine: Engine, entry: Entry) -> QueueView:
         study = _open_study(session, entry.study_name)
         _claim_unit(session, study, entry.annotator_id)
         session.flush()
-        return _queue_view(session, study, entry)
+        return _queue_view(session.connection(), _StudyFacts.of(study), entry)

@@ -190,3 +190,75 @@ def test_prolific_url_encodes_the_study_name() -> None:
     url = prolific_url("pilot & test", host="https://elitr.example.org/")
     assert url.startswith("https://elitr.example.org/?study=pilot%20%26%20test&PROLIFIC_PID=")
     assert url.endswith("&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+
+
+def test_the_annotation_path_on_both_databases(db_url: str) -> None:
+    """Items and attention checks shown and answered, revisions, the finishing submit's
+    aggregate, and every refusal, through the statements each database runs."""
+    from elitr_core.annotation.quality import exclude_annotator
+    from elitr_core.annotation.studies import Entry
+
+    build(db_url)
+    _create(db_url, per_item=1, meetings=("meeting_en_test2_901",), attention_rate=0.4)
+    engine = open_database(db_url)
+    entry = enter_with_token(engine, _annotator(db_url, "a1"))
+    with read_session(engine) as session:
+        rows = list(session.execute(select(Assignment).order_by(Assignment.position)).scalars())
+    assert [r.position for r in rows] == list(range(21))
+    for row in rows:
+        item = item_view(engine, entry, row.position)
+        assert (item.value, item.comment, item.unclear) == (None, "", False)
+        assert not any(m in text for m in MODELS for text in vars(item).values()
+                       if isinstance(text, str))  # blind to the model
+        if row.kind == "attention-high":
+            assert item.response == item.reference
+        elif row.kind == "attention-low":
+            assert item.response == row.check_text != item.reference
+        else:
+            assert item.response.startswith("Answer of responder")
+        value = {"attention-high": 10, "attention-low": 1}.get(row.kind, 7)
+        view = submit(engine, entry, row.position, value, comment=" seen ", seconds=2.0)
+        assert (view.answered, view.done) == (row.position + 1, row.position == 20)
+    assert view.completion_code is None and not view.can_take_more
+    first_item = next(r for r in rows if r.kind == "item")
+    first_check = next(r for r in rows if r.kind == "attention-low")
+    submit(engine, entry, first_item.position, 4, unclear=True, seconds=3.0)  # a revision
+    item = item_view(engine, entry, first_item.position)
+    assert (item.value, item.comment, item.unclear) == (4, "", True)
+    check = item_view(engine, entry, first_check.position)
+    assert (check.value, check.comment) == (1, "")
+    with read_session(engine) as session:
+        scores = list(session.execute(select(Score).join(Assignment, (
+            Assignment.response_id == Score.response_id) & (Assignment.kind == "item"))
+            .where(Score.annotator_key == entry.annotator_id)).scalars())
+        aggregates = {s.response_id: s.value for s in session.execute(
+            select(Score).where(Score.annotator_key == 0, Score.evaluator_id ==
+                                scores[0].evaluator_id)).scalars()}
+        checks = session.execute(select(Assignment.check_value).where(
+            Assignment.kind != "item").order_by(Assignment.position)).scalars().all()
+        part = session.execute(select(Participation)).scalar_one()
+    assert len(scores) == 15  # attention checks are kept out of the scores
+    revised = next(s for s in scores if s.response_id == first_item.response_id)
+    assert (revised.value, revised.seconds_spent, revised.raw) == (4.0, 5.0, None)
+    assert {s.raw for s in scores if s is not revised} == {"seen"}
+    assert aggregates == {s.response_id: s.value for s in scores}  # stored by the finish
+    assert sorted(checks) == [1.0, 1.0, 1.0, 10.0, 10.0, 10.0]
+    assert part.status == "done" and part.finished_at is not None
+    assert queue_view(engine, entry).answered == 21
+
+    for call in (lambda: item_view(engine, entry, 21), lambda: submit(engine, entry, 21, 5)):
+        with pytest.raises(AccessDenied, match="not part of your assignments"):
+            call()
+    ghost = Entry(entry.annotator_id, 10**6, "ghost")
+    for call in (lambda: item_view(engine, ghost, 0), lambda: submit(engine, ghost, 0, 5),
+                 lambda: queue_view(engine, ghost)):
+        with pytest.raises(AccessDenied, match="no longer exists"):
+            call()
+    with session_scope(engine) as session:
+        exclude_annotator(session, "s1", "a1", "careless")
+    with pytest.raises(AccessDenied, match="no longer valid"):
+        submit(engine, entry, 0, 5)
+    with session_scope(engine) as session:
+        close_study(session, "s1")
+    with pytest.raises(AccessDenied, match="closed"):
+        submit(engine, entry, 0, 5)

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import and_, bindparam, case, func, select, update
+from sqlalchemy import Integer, and_, bindparam, case, func, literal, null, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Row
 from sqlmodel import Session
@@ -575,6 +575,36 @@ def set_scores_status(
         .values(status=status, updated_at=utcnow())
     )
     return int(result.rowcount or 0)
+
+
+def store_aggregates(*, session: Session, evaluator_id: int,
+                     response_ids: Collection[int] | None = None) -> int:
+    """Replace a study's aggregate rows (of some responses when given) with the mean of its
+    included (status ``ok``) annotator scores; return how many were stored.
+
+    Computed and written by the database in one statement after the delete: a finishing submit
+    runs this under the study's aggregate lock, so no Python work is done while it is held.
+    """
+    delete_aggregates(session=session, evaluator_id=evaluator_id, response_ids=response_ids)
+    now = literal(utcnow(), _SC.c.updated_at.type)
+    means = (
+        select(_SC.c.response_id, literal(evaluator_id, Integer), null(), literal(0),
+               literal(0), func.avg(_SC.c.value), literal("ok"), now, now)
+        .where(_SC.c.evaluator_id == evaluator_id, _SC.c.annotator_key != 0,
+               _SC.c.status == "ok")
+        .group_by(_SC.c.response_id)
+    )
+    if response_ids is not None:
+        means = means.where(_SC.c.response_id.in_(sorted(response_ids)))
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(_SC).from_select(
+        ["response_id", "evaluator_id", "annotator_id", "annotator_key", "sample", "value",
+         "status", "created_at", "updated_at"], means)
+    stmt = stmt.on_conflict_do_update(index_elements=list(SCORE_KEY), set_={
+        "value": stmt.excluded.value, "status": stmt.excluded.status,
+        "updated_at": stmt.excluded.updated_at})
+    return int(session.execute(stmt).rowcount or 0)
 
 
 def delete_aggregates(*, session: Session, evaluator_id: int,

@@ -17,7 +17,6 @@ import pandas as pd
 from sqlmodel import Session
 
 from db import annotation as q
-from db import crud
 from db.models import Study
 from db.queries import ScoreFilter, score_rows
 from elitr_core.errors import DegenerateDataError, UserError
@@ -119,18 +118,8 @@ def aggregate(session: Session, study_name: str,
     changed), so an annotator's last submit does not rewrite the whole study's aggregate.
     """
     study = get_study(session, study_name)
-    rows = q.study_score_rows(session=session, evaluator_id=study.evaluator_id, statuses=("ok",),
+    return q.store_aggregates(session=session, evaluator_id=study.evaluator_id,
                               response_ids=response_ids)
-    q.delete_aggregates(session=session, evaluator_id=study.evaluator_id,
-                        response_ids=response_ids)
-    if not rows:
-        return 0
-    means = pd.DataFrame(rows).groupby("response_id")["value"].mean()
-    crud.upsert_scores(session=session, rows=[
-        crud.score_row(response_id=int(rid), evaluator_id=study.evaluator_id, value=float(v))
-        for rid, v in means.items()
-    ])
-    return len(means)
 
 
 def _set_excluded(session: Session, study_name: str, annotator: str, status: str,

@@ -459,19 +459,20 @@ def submit(engine: Engine, entry: Entry, position: int, value: int, *, comment: 
         # submits, so of two tabs answering the last two items the second sees both answers
         view = _queue_view(connection, study, entry)
         if view.done:  # only then can a participation be finished: skip the count otherwise
-            from elitr_core.annotation.quality import aggregate  # quality imports this module
-
             with Session(bind=connection) as session:  # joins the connection's transaction
                 q.finish_participations(session=session, study_id=entry.study_id,
                                         annotator_id=entry.annotator_id)
+                session.flush()  # the session is closed, not committed, by this block
+                responses = q.assigned_responses(session=session, study_id=entry.study_id,
+                                                 annotator_id=entry.annotator_id)
                 # A finished task (a replacement's included) enters the study's aggregate at
                 # once: only its responses' means are recomputed, and finishers queue on the
                 # study's aggregate lock, so two of them never deadlock on the same aggregate
-                # rows.
+                # rows. The lock is held to the commit: nothing but the database's own work
+                # (one delete, one insert of the means) runs after it is taken.
                 q.lock_aggregate(session=session, study_id=entry.study_id)
-                aggregate(session, study.name, q.assigned_responses(
-                    session=session, study_id=entry.study_id, annotator_id=entry.annotator_id))
-                session.flush()
+                q.store_aggregates(session=session, evaluator_id=row.evaluator_id,
+                                   response_ids=responses)
         return view
 
 

@@ -6,6 +6,8 @@ The CLI (``python -m elitr_core export``) and the pages' download buttons both c
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from collections.abc import Callable
@@ -102,8 +104,24 @@ def _csv_cell(value: Any) -> str:
 
 def to_csv(frame: pd.DataFrame) -> str:
     """CSV with a fixed number format (6 significant digits), empty cells for missing values,
-    and text cells that start like a formula neutralised (:func:`_csv_cell`)."""
-    return frame.map(_csv_cell).to_csv(index=False, lineterminator="\n")
+    and text cells that start like a formula neutralised (:func:`_csv_cell`); lines end with
+    ``\n`` and a cell holding a line break (``\n`` or a bare ``\r``) is quoted."""
+    cells = frame.map(_csv_cell)
+    text = cells.to_csv(index=False, lineterminator="\n")
+    if "\r" not in text:
+        return text
+    # Python 3.11's csv writer quotes a cell for the characters of its line terminator only,
+    # so with "\n" a bare CR went out unquoted and readers took it for the end of the line.
+    # Each row is written with "\r\n" (which quotes such cells) and its end turned into "\n".
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    lines = []
+    for row in [list(cells.columns), *cells.itertuples(index=False, name=None)]:
+        writer.writerow(row)
+        lines.append(buffer.getvalue()[:-2] + "\n")
+        buffer.seek(0)
+        buffer.truncate()
+    return "".join(lines)
 
 
 def _json_value(value: Any) -> Any:

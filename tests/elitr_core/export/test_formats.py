@@ -72,7 +72,20 @@ def test_csv_neutralises_formulas_in_text_cells_only() -> None:
     assert [r[0] for r in rows] == [f"'{text}" for text in hostile] + ["plain", "a=b"]
     assert [r[1] for r in rows] == ["-0.5", "-1e-09", "2", "-3", "1", "-7.25", "1.5"]
     assert rows[0][2] == "-1"
-    assert render(pd.DataFrame({"m": [HOSTILE[-1]]}), "csv") == "m\n'\rCR\n"
+    assert render(pd.DataFrame({"m": [HOSTILE[-1]]}), "csv") == "m\n\"'\rCR\"\n"
+
+
+def test_csv_quotes_cells_with_line_breaks() -> None:
+    texts = ["a\rb", "c\nd", "e\r\nf", 'say "hi"\r', "plain", "", "x,y", '"q"']
+    frame = pd.DataFrame({"text": texts, "score": [0.5, None, 2.0, -1.0, 3.0, 4.0, 5.0, 6.0]})
+    out = render(frame, "csv")
+    assert out == ('text,score\n"a\rb",0.5\n"c\nd",\n"e\r\nf",2\n"say ""hi""\r",-1\n'
+                   'plain,3\n,4\n"x,y",5\n"""q""",6\n')
+    assert list(csv.reader(io.StringIO(out, newline=""))) == [
+        ["text", "score"], *([t, v] for t, v in zip(
+            texts, ["0.5", "", "2", "-1", "3", "4", "5", "6"], strict=True))]
+    # the rows without a CR read as the same bytes as a frame that has none
+    assert out.endswith(render(frame[4:], "csv").split("\n", 1)[1])
 
 
 def test_json_keeps_full_float_precision() -> None:

@@ -11,6 +11,8 @@ from pages.common import (
     download_table,
     export_table,
     guarded,
+    kept,
+    open_tab,
     scores_frame,
     show_figure,
     shown,
@@ -25,6 +27,7 @@ METHOD_KEY = "agreement.method"
 A_KEY = "agreement.evaluator_a"
 B_KEY = "agreement.evaluator_b"
 METRICS_KEY = "agreement.compute_metrics"
+SECTION_KEY = "agreement.section"
 CORR_KEYS = ("evaluator_a", "evaluator_b", "method", "r", "ci_low", "ci_high", "n", "p")
 
 
@@ -59,58 +62,66 @@ if len(evaluators) < 2:
                                                 if st.session_state.get(LEFT_OUT_KEY) else "."))
     st.stop()
 
-st.subheader("Correlation between evaluators")
-method = st.radio("Method", ["pearson", "spearman", "kendall"], horizontal=True, key=METHOD_KEY)
-corr = shown(export_table, "evaluator-correlation", flt)
-if corr is not None:
-    show_figure(figures.correlation_heatmap, corr, method, name=f"correlation-{method}")
-    st.caption("95% percentile cluster-bootstrap CIs (questions resampled, 1000 replicates, "
-               "seed 0) · `python -m elitr_core export evaluator-correlation "
-               f"{cli_arguments(flt)}`")
-    show_table(corr, key="agreement.corr-table", keys=CORR_KEYS)
-    download_table(corr, "evaluator-correlation", table="evaluator-correlation")
+CORRELATION, ABSOLUTE, ICC, PAIR, RANKING = (
+    "Correlation between evaluators", "MAE and kappa", "Intraclass correlation",
+    "Two evaluators", "Ranking agreement")
+# one section at a time: the page draws the open tab only (the others on a click)
+tab_label, tab = open_tab([CORRELATION, ABSOLUTE, ICC, PAIR, RANKING], key=SECTION_KEY)
+with tab:
+    if tab_label == CORRELATION:
+        method = st.radio("Method", ["pearson", "spearman", "kendall"], horizontal=True,
+                          **kept(METHOD_KEY, "pearson"))
+        corr = shown(export_table, "evaluator-correlation", flt)
+        if corr is not None:
+            show_figure(figures.correlation_heatmap, corr, method, name=f"correlation-{method}")
+            st.caption("95% percentile cluster-bootstrap CIs (questions resampled, 1000 "
+                       "replicates, seed 0) · `python -m elitr_core export "
+                       f"evaluator-correlation {cli_arguments(flt)}`")
+            show_table(corr, key="agreement.corr-table", keys=CORR_KEYS)
+            download_table(corr, "evaluator-correlation", table="evaluator-correlation")
+    elif tab_label == ABSOLUTE:
+        st.caption("Absolute agreement of each pair of evaluators: mean absolute error and "
+                   "quadratic-weighted kappa.")
+        mae = shown(computed, agreement.agreement_table, flt)
+        if mae is not None:
+            show_table(mae, key="agreement.mae-table")
+            download_table(mae, "agreement", key="download.agreement")
+    elif tab_label == ICC:
+        icc_frame = shown(export_table, "icc", flt)
+        if icc_frame is not None:
+            st.caption("Reading after Koo & Li (2016): < 0.5 poor, 0.5-0.75 moderate, 0.75-0.9 "
+                       "good, > 0.9 excellent.")
+            show_table(icc.with_reading(icc_frame), key="agreement.icc-table")
+            download_table(icc_frame, "icc", table="icc")
+    elif tab_label == PAIR:
+        left, right = st.columns(2)
+        a = left.selectbox("Evaluator A (judge)", evaluators,
+                           **kept(A_KEY, evaluators[_default(evaluators, "gpt-4")], evaluators))
+        b = right.selectbox("Evaluator B (reference)", evaluators,
+                            **kept(B_KEY, evaluators[_default(evaluators, "gold-human", 1)],
+                                   evaluators))
+        pairs = shown(computed, views.pair_scores, flt, a=a, b=b)
+        if pairs is not None:
+            metrics = shown(computed, agreement.agreement_metrics, flt, a=a, b=b)
+            if metrics is not None:
+                m1, m2, m3 = st.columns(3)
+                m1.metric("Responses both scored", f"{int(metrics['n'].iloc[0]):,}")
+                m2.metric("MAE", f"{metrics['mae'].iloc[0]:.2f}")
+                m3.metric("Quadratic-weighted kappa", f"{metrics['qwk'].iloc[0]:.3f}")
+            show_figure(figures.pair_scatter, pairs, a, b, name=f"scatter-{a}-{b}")
 
-st.subheader("Absolute agreement: MAE and quadratic-weighted kappa")
-mae = shown(computed, agreement.agreement_table, flt)
-if mae is not None:
-    show_table(mae, key="agreement.mae-table")
-    download_table(mae, "agreement", key="download.agreement")
-
-st.subheader("Intraclass correlation")
-icc_frame = shown(export_table, "icc", flt)
-if icc_frame is not None:
-    st.caption("Reading after Koo & Li (2016): < 0.5 poor, 0.5-0.75 moderate, 0.75-0.9 good, "
-               "> 0.9 excellent.")
-    show_table(icc.with_reading(icc_frame), key="agreement.icc-table")
-    download_table(icc_frame, "icc", table="icc")
-
-st.subheader("Two evaluators")
-left, right = st.columns(2)
-a = left.selectbox("Evaluator A (judge)", evaluators, key=A_KEY,
-                   index=_default(evaluators, "gpt-4"))
-b = right.selectbox("Evaluator B (reference)", evaluators, key=B_KEY,
-                    index=_default(evaluators, "gold-human", 1))
-pairs = shown(computed, views.pair_scores, flt, a=a, b=b)
-if pairs is not None:
-    metrics = shown(computed, agreement.agreement_metrics, flt, a=a, b=b)
-    if metrics is not None:
-        m1, m2, m3 = st.columns(3)
-        m1.metric("Responses both scored", f"{int(metrics['n'].iloc[0]):,}")
-        m2.metric("MAE", f"{metrics['mae'].iloc[0]:.2f}")
-        m3.metric("Quadratic-weighted kappa", f"{metrics['qwk'].iloc[0]:.3f}")
-    show_figure(figures.pair_scatter, pairs, a, b, name=f"scatter-{a}-{b}")
-
-    st.markdown(f"**Bias of {a} relative to {b} per model** (mean of {a} - {b}, 95% CI)")
-    bias = shown(computed, agreement.judge_bias, flt, judge=a, human=b)
-    if bias is not None:
-        show_figure(figures.bias_plot, bias, name=f"bias-{a}-{b}")
-        show_table(bias, key="agreement.bias-table")
-        download_table(bias, f"bias-{a}-{b}", key="download.bias")
-
-st.subheader("Ranking agreement (Kendall tau between model rankings)")
-ranks = shown(computed, agreement.ranking_table, flt, evaluators=tuple(evaluators))
-if ranks is not None:
-    show_table(ranks, key="agreement.rank-table")
-    download_table(ranks, "ranking-agreement", key="download.ranking")
-    if ranks.attrs.get("skipped"):
-        st.caption(f"{len(ranks.attrs['skipped'])} pair(s) left out: fewer than 3 models shared.")
+            st.markdown(f"**Bias of {a} relative to {b} per model** (mean of {a} - {b}, 95% CI)")
+            bias = shown(computed, agreement.judge_bias, flt, judge=a, human=b)
+            if bias is not None:
+                show_figure(figures.bias_plot, bias, name=f"bias-{a}-{b}")
+                show_table(bias, key="agreement.bias-table")
+                download_table(bias, f"bias-{a}-{b}", key="download.bias")
+    else:
+        st.caption("Kendall tau between the model rankings of each pair of evaluators.")
+        ranks = shown(computed, agreement.ranking_table, flt, evaluators=tuple(evaluators))
+        if ranks is not None:
+            show_table(ranks, key="agreement.rank-table")
+            download_table(ranks, "ranking-agreement", key="download.ranking")
+            if ranks.attrs.get("skipped"):
+                st.caption(f"{len(ranks.attrs['skipped'])} pair(s) left out: fewer than 3 "
+                           "models shared.")

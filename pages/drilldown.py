@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+import pandas as pd
 import streamlit as st
 
 from elitr_core.export import figures, views
@@ -9,6 +10,8 @@ from pages.auth_ui import RESEARCHER, require_role
 from pages.common import (
     download_table,
     export_table,
+    kept,
+    open_tab,
     question_table_frame,
     scores_frame,
     show_figure,
@@ -28,6 +31,7 @@ MEETINGS_KEY = "drilldown.meetings"
 TEXT_KEY = "drilldown.text"
 JUDGE_KEY = "drilldown.judge"
 HUMAN_KEY = "drilldown.human"
+SECTION_KEY = "drilldown.section"
 
 st.title("Model drilldown")
 flt = sidebar_filters()
@@ -40,63 +44,86 @@ model = st.selectbox("Model", models, key=MODEL_KEY,
 model_flt = replace(flt, models=(model,))
 st.caption(f"{describe(model_flt)}; pooled over what the filters keep")
 
-st.subheader("Breakdown by question type and answer position")
-breakdown = shown(export_table, "breakdown", model_flt)
-if breakdown is not None:
-    facet = st.radio("Facet", ["question_type", "answer_position"], horizontal=True,
-                     key=FACET_KEY, format_func=lambda f: f.replace("_", " "))
-    show_figure(figures.breakdown_bars, breakdown, facet, name=f"breakdown-{model}-{facet}")
-    show_table(breakdown, key="drilldown.breakdown-table")
-    download_table(breakdown, f"breakdown-{model}", table="breakdown")
+BREAKDOWN, LOST_IN_MIDDLE, QUESTIONS, DISAGREEMENTS = (
+    "Breakdown", "Lost in the middle", "Questions", "Largest disagreements")
 
-st.subheader("Lost in the middle")
-st.caption("One-tailed Welch t-test, H1: middle-position questions score lower than the others; "
-           "p < 0.05 marks the effect.")
-lim = shown(export_table, "lost-in-middle", model_flt)
-if lim is not None:
-    show_table(lim.assign(effect=lim["p"] < 0.05), key="drilldown.lim-table")
-    download_table(lim, f"lost-in-middle-{model}", table="lost-in-middle")
 
-questions = question_table_frame(model_flt)
-if questions.empty:
-    st.info(f"No response of {model} under these filters.")
-    st.stop()
-score_columns = [c for c in views.evaluators_in(scores_frame(model_flt))
-                 if c in questions.columns]
+def filtered_questions() -> tuple[pd.DataFrame, list[str]]:
+    """The model's responses narrowed by the question filters (drawn here, kept between the
+    Questions and Largest disagreements tabs), and the evaluators with scores among them."""
+    questions = question_table_frame(model_flt)
+    if questions.empty:
+        st.info(f"No response of {model} under these filters.")
+        st.stop()
+    score_columns = [c for c in views.evaluators_in(scores_frame(model_flt))
+                     if c in questions.columns]
+    c1, c2, c3, c4 = st.columns(4)
+    types = sorted(questions["question_type"].unique())
+    meetings = sorted(questions["meeting"].unique())
+    rows = views.filter_questions(
+        questions,
+        question_types=c1.multiselect("Question type", types, placeholder="all",
+                                      **kept(TYPES_KEY, [], types)),
+        answer_positions=c2.multiselect("Answer position", ["B", "M", "E", "S"],
+                                        placeholder="all",
+                                        **kept(POSITIONS_KEY, [], ["B", "M", "E", "S"])),
+        meetings=c3.multiselect("Meeting", meetings, placeholder="all",
+                                **kept(MEETINGS_KEY, [], meetings)),
+        text=c4.text_input("Text contains", **kept(TEXT_KEY, "")),
+    )
+    st.caption(f"{len(rows):,} of {len(questions):,} responses")
+    return rows, score_columns
 
-st.subheader("Questions")
-c1, c2, c3, c4 = st.columns(4)
-shown_rows = views.filter_questions(
-    questions,
-    question_types=c1.multiselect("Question type", sorted(questions["question_type"].unique()),
-                                  key=TYPES_KEY, placeholder="all"),
-    answer_positions=c2.multiselect("Answer position", ["B", "M", "E", "S"],
-                                    key=POSITIONS_KEY, placeholder="all"),
-    meetings=c3.multiselect("Meeting", sorted(questions["meeting"].unique()),
-                            key=MEETINGS_KEY, placeholder="all"),
-    text=c4.text_input("Text contains", key=TEXT_KEY),
-)
-st.caption(f"{len(shown_rows):,} of {len(questions):,} responses")
-st.caption("Select a row to read it in full below.")
-picked = show_table(shown_rows, key="drilldown.questions-table", select=True,
-                    keys=("question", *score_columns, "response", "reference"))
-download_table(shown_rows, f"questions-{model}", key="download.questions")
-response_detail(selected_row(picked, shown_rows), score_columns)
 
-st.subheader("Largest disagreements")
-if len(score_columns) < 2:
-    st.info("Disagreements need two evaluators with scores for this model.")
-    st.stop()
-left, right = st.columns(2)
-judge = left.selectbox("Judge", score_columns, key=JUDGE_KEY,
-                       index=score_columns.index("gpt-4") if "gpt-4" in score_columns else 0)
-human = right.selectbox("Human", score_columns, key=HUMAN_KEY,
-                        index=score_columns.index("gold-human")
-                        if "gold-human" in score_columns else len(score_columns) - 1)
-worst = shown(views.largest_disagreements, shown_rows, judge, human)
-if worst is not None:
-    st.caption(f"|{judge} - {human}|, largest first; {len(worst):,} responses scored by both")
-    picked_worst = show_table(worst, key="drilldown.worst-table", select=True,
-                              keys=("abs_difference", judge, human, "question", "response"))
-    download_table(worst, f"disagreements-{model}-{judge}-{human}", key="download.worst")
-    response_detail(selected_row(picked_worst, worst), score_columns)
+# one section at a time: the page draws the open tab only (the others on a click)
+tab_label, tab = open_tab([BREAKDOWN, LOST_IN_MIDDLE, QUESTIONS, DISAGREEMENTS], key=SECTION_KEY)
+with tab:
+    if tab_label == BREAKDOWN:
+        st.caption("Mean score by question type and answer position.")
+        breakdown = shown(export_table, "breakdown", model_flt)
+        if breakdown is not None:
+            facet = st.radio("Facet", ["question_type", "answer_position"], horizontal=True,
+                             format_func=lambda f: f.replace("_", " "),
+                             **kept(FACET_KEY, "question_type"))
+            show_figure(figures.breakdown_bars, breakdown, facet,
+                        name=f"breakdown-{model}-{facet}")
+            show_table(breakdown, key="drilldown.breakdown-table")
+            download_table(breakdown, f"breakdown-{model}", table="breakdown")
+    elif tab_label == LOST_IN_MIDDLE:
+        st.caption("One-tailed Welch t-test, H1: middle-position questions score lower than "
+                   "the others; p < 0.05 marks the effect.")
+        lim = shown(export_table, "lost-in-middle", model_flt)
+        if lim is not None:
+            show_table(lim.assign(effect=lim["p"] < 0.05), key="drilldown.lim-table")
+            download_table(lim, f"lost-in-middle-{model}", table="lost-in-middle")
+    elif tab_label == QUESTIONS:
+        shown_rows, score_columns = filtered_questions()
+        st.caption("Select a row to read it in full below.")
+        picked = show_table(shown_rows, key="drilldown.questions-table", select=True,
+                            keys=("question", *score_columns, "response", "reference"))
+        download_table(shown_rows, f"questions-{model}", key="download.questions")
+        response_detail(selected_row(picked, shown_rows), score_columns)
+    else:
+        shown_rows, score_columns = filtered_questions()
+        if len(score_columns) < 2:
+            st.info("Disagreements need two evaluators with scores for this model.")
+            st.stop()
+        left, right = st.columns(2)
+        judge = left.selectbox(
+            "Judge", score_columns,
+            **kept(JUDGE_KEY, "gpt-4" if "gpt-4" in score_columns else score_columns[0],
+                   score_columns))
+        human = right.selectbox(
+            "Human", score_columns,
+            **kept(HUMAN_KEY, "gold-human" if "gold-human" in score_columns
+                   else score_columns[-1], score_columns))
+        worst = shown(views.largest_disagreements, shown_rows, judge, human)
+        if worst is not None:
+            st.caption(f"|{judge} - {human}|, largest first; {len(worst):,} responses scored "
+                       "by both")
+            picked_worst = show_table(worst, key="drilldown.worst-table", select=True,
+                                      keys=("abs_difference", judge, human, "question",
+                                            "response"))
+            download_table(worst, f"disagreements-{model}-{judge}-{human}",
+                           key="download.worst")
+            response_detail(selected_row(picked_worst, worst), score_columns)

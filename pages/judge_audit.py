@@ -10,6 +10,7 @@ from pages.common import (
     computed,
     download_table,
     export_table,
+    open_tab,
     scores_frame,
     show_figure,
     shown,
@@ -22,6 +23,7 @@ JUDGE_KEY = "audit.judge"
 HUMAN_KEY = "audit.human"
 HALF_WIDTH_KEY = "audit.half_width"
 BUDGET_KEY = "audit.budget"
+SECTION_KEY = "audit.section"
 
 st.title("Judge audit")
 flt = sidebar_filters()
@@ -47,10 +49,17 @@ command = (f"python -m elitr_core export {{}} --judge {judge} --human {human} "
            f"{cli_arguments(flt)}")
 
 
-def section(table: str, title: str, explanation: str, extra: str = "", build=None):
-    """Subheader, caption with the CLI command, the figure (``build``), the table and its
-    downloads; returns the table (None when it cannot be computed: a message says why)."""
-    st.subheader(title)
+# the sections, one tab each (the labels are short enough to fit one line)
+PPI, BUDGET, DESIGNS, RECALIBRATION, EFFECTS, CONSISTENCY, CONVERSATION = (
+    "PPI leaderboard", "Budget planner", "Sampling designs", "Recalibration", "Judge effects",
+    "Self-consistency", "Conversation")
+
+
+def section(table: str, explanation: str, extra: str = "", build=None, title: str = ""):
+    """Caption with the CLI command, the figure (``build``), the table and its downloads;
+    returns the table (None when it cannot be computed: a message says why)."""
+    if title:
+        st.subheader(title)
     st.caption(f"{explanation} Same bytes as `{command.format(table)}{extra}`")
     frame = shown(export_table, table, flt, audit=options)
     if frame is None:
@@ -66,51 +75,57 @@ def figure(build, frame, name: str) -> None:
     show_figure(build, frame, name=name)  # cached: a rerun does not rebuild the figure
 
 
-ppi = section("ppi", "Human-corrected leaderboard (PPI)",
-              "Per model: the judge mean over all its responses, the human mean over the "
-              "human-scored ones, and prediction-powered means (PPI, and PPI++ with the "
-              "power-tuning lambda) that add the judge's view of the rest to the human "
-              "correction: unbiased, with 95% CLT intervals.", build=audit_figures.ppi_estimates)
-if ppi is not None:
-    st.caption("The ranking each estimate implies (1 = best):")
-    st.dataframe(ppi_rankings(ppi), hide_index=True, width="stretch")
-
-section("ppi-budget", "Human-budget planner",
-        "Human scores each model needs for the target half-width: human-only versus PPI++ "
-        "(the other judged responses stay unlabelled), from the variances observed so far.",
-        f" --half-width {half_width:g}")
-
-section("ppi-designs", "Sampling designs replayed",
-                  "On the responses the human scored in full, 1,000 smaller studies of the "
-                  "budget: error against the full human mean, interval width and coverage of "
-                  "human-only, PPI, PPI++ (uniform sample) and active sampling (inverse-"
-                  "probability-weighted PPI, judge scores mid-scale drawn more often).",
-                  f" --budget {int(budget)}", build=audit_figures.design_widths)
-
-if section("recalibration", "Recalibration",
-           "A monotone (isotonic) map from the judge's scores to the human scale, cross-fitted "
-           "by question folds (a question never in its own fit): MAE, bias and quadratic-"
-           "weighted kappa before and after.") is not None:
-    scores = shown(computed, recalibrated_scores, flt, judge=judge, human=human)
-    if scores is not None:
-        figure(audit_figures.recalibration_plot, scores, f"recalibration-{judge}-{human}")
-
-section("judge-effects", "Judge effects",
-        "Residual judge - human against response length (slope per 100 words, partial "
-        "correlation given the human score), on the judge's own model family versus others, "
-        "and by answer position; 95% cluster-bootstrap intervals.",
-        build=audit_figures.effects_forest)
-
-section("self-consistency", "Self-consistency of the judge",
-        "For a judge run with several samples: Krippendorff's alpha among its samples, and the "
-        "correlation with the human of one sample versus the mean of k.")
-
-st.header("Conversation effects")
-section("turn-effect", "Score along the conversation",
-        "Multi-turn runs: Kendall's tau between the turn index and the score per model "
-        "(interval: bootstrap over meetings). Negative: later turns score lower.",
-        build=audit_figures.turn_plot)
-section("st-vs-mt", "Single-turn versus multi-turn",
-        "The same question asked alone and inside the conversation: mean of mt - st per "
-        "model, bootstrap interval over meetings, Wilcoxon signed-rank test. Needs both "
-        "modes in the filters.")
+# one section at a time: the page draws the open tab only (the others on a click)
+tab_label, tab = open_tab([PPI, BUDGET, DESIGNS, RECALIBRATION, EFFECTS, CONSISTENCY,
+                           CONVERSATION], key=SECTION_KEY)
+with tab:
+    if tab_label == PPI:
+        ppi = section("ppi",
+                      "Per model: the judge mean over all its responses, the human mean over "
+                      "the human-scored ones, and prediction-powered means (PPI, and PPI++ with "
+                      "the power-tuning lambda) that add the judge's view of the rest to the "
+                      "human correction: unbiased, with 95% CLT intervals.",
+                      build=audit_figures.ppi_estimates)
+        if ppi is not None:
+            st.caption("The ranking each estimate implies (1 = best):")
+            st.dataframe(ppi_rankings(ppi), hide_index=True, width="stretch")
+    elif tab_label == BUDGET:
+        section("ppi-budget",
+                "Human scores each model needs for the target half-width: human-only versus "
+                "PPI++ (the other judged responses stay unlabelled), from the variances "
+                "observed so far.", f" --half-width {half_width:g}")
+    elif tab_label == DESIGNS:
+        section("ppi-designs",
+                "On the responses the human scored in full, 1,000 smaller studies of the "
+                "budget: error against the full human mean, interval width and coverage of "
+                "human-only, PPI, PPI++ (uniform sample) and active sampling (inverse-"
+                "probability-weighted PPI, judge scores mid-scale drawn more often).",
+                f" --budget {int(budget)}", build=audit_figures.design_widths)
+    elif tab_label == RECALIBRATION:
+        if section("recalibration",
+                   "A monotone (isotonic) map from the judge's scores to the human scale, "
+                   "cross-fitted by question folds (a question never in its own fit): MAE, bias "
+                   "and quadratic-weighted kappa before and after.") is not None:
+            scores = shown(computed, recalibrated_scores, flt, judge=judge, human=human)
+            if scores is not None:
+                figure(audit_figures.recalibration_plot, scores,
+                       f"recalibration-{judge}-{human}")
+    elif tab_label == EFFECTS:
+        section("judge-effects",
+                "Residual judge - human against response length (slope per 100 words, partial "
+                "correlation given the human score), on the judge's own model family versus "
+                "others, and by answer position; 95% cluster-bootstrap intervals.",
+                build=audit_figures.effects_forest)
+    elif tab_label == CONSISTENCY:
+        section("self-consistency",
+                "For a judge run with several samples: Krippendorff's alpha among its samples, "
+                "and the correlation with the human of one sample versus the mean of k.")
+    else:
+        section("turn-effect",
+                "Multi-turn runs: Kendall's tau between the turn index and the score per model "
+                "(interval: bootstrap over meetings). Negative: later turns score lower.",
+                build=audit_figures.turn_plot, title="Score along the conversation")
+        section("st-vs-mt",
+                "The same question asked alone and inside the conversation: mean of mt - st "
+                "per model, bootstrap interval over meetings, Wilcoxon signed-rank test. Needs "
+                "both modes in the filters.", title="Single-turn versus multi-turn")

@@ -7,7 +7,15 @@ from elitr_core.export import figures, views
 from elitr_core.export.tables import parse_groups
 from elitr_core.stats.leaderboard import board_wide
 from pages.auth_ui import RESEARCHER, require_role
-from pages.common import CACHE_TTL_S, download_table, export_table, show_figure, shown
+from pages.common import (
+    CACHE_TTL_S,
+    download_table,
+    export_table,
+    kept,
+    open_tab,
+    show_figure,
+    shown,
+)
 from pages.filters import cli_arguments, describe, sidebar_filters
 from pages.tables import show_table
 
@@ -17,6 +25,7 @@ EVALUATOR_KEY = "leaderboard.evaluator"
 SPLIT_KEY = "leaderboard.figure_split"
 GROUPS_KEY = "leaderboard.groups"
 RANK_KEY = "leaderboard.rank_by"
+SECTION_KEY = "leaderboard.section"
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
 def main_table(flt: object, evaluator: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -55,50 +64,54 @@ else:
     show_table(ranked, key="leaderboard.main-table", index=True)
 download_table(main.reset_index(), f"leaderboard-main-{evaluator}", key="download.main")
 
-splits = [s for s in views.SPLIT_ORDER if s in set(board["split"])]
-split = st.radio("Split of the figure", splits, horizontal=True, key=SPLIT_KEY,
-                 index=len(splits) - 1)
-show_figure(figures.leaderboard_bars, board, evaluator, split,
-            name=f"leaderboard-{evaluator}-{split}")
-
-st.subheader("Long table (export contract)")
-st.caption(f"Same bytes as `python -m elitr_core export leaderboard {cli_arguments(flt)}`")
-show_table(board, key="leaderboard.long-table",
-           keys=("model", "split", "setting", "mode", "evaluator", "mean", "std", "n"))
-download_table(board, "leaderboard", table="leaderboard")
-
-st.subheader("Model families")
-st.caption("Breakdown by question type and answer position of user-defined model groups "
-           "(one NAME=MODEL,MODEL per line), pooled over their members' responses.")
-spec = st.text_area("Groups", "\n".join(views.DEFAULT_FAMILIES), key=GROUPS_KEY)
-groups = shown(parse_groups, [line for line in spec.splitlines() if line.strip()])
-families = shown(export_table, "breakdown", flt, groups=groups) if groups else None
-if families is not None:
-    names = {name for name, _ in groups or ()}
-    families = families[families["model"].isin(names)].reset_index(drop=True)
-    show_table(families, key="leaderboard.families-table")
-    download_table(families, "breakdown-families", key="download.families")
-
-st.subheader("QA/Conv differentiating questions")
-st.caption("The questions whose Conv phrasing relies on earlier turns (16 dev + 17 test2): mean "
-           "score in QA-st, QA-mt and Conv-mt, pooled over dev and test2. Same bytes as "
-           f"`python -m elitr_core export differentiating {cli_arguments(flt)}`")
-differentiating = shown(export_table, "differentiating", flt)
-if differentiating is not None:
-    table = differentiating[differentiating["evaluator"] == evaluator]
-    st.dataframe(table.pivot_table(index="model", columns="setting_mode", values="mean",
-                                   sort=False), width="stretch")
-    download_table(differentiating, "differentiating", table="differentiating")
-
-st.subheader("Two models question by question")
-if flt.models is None or len(flt.models) != 2:
-    st.caption("Pick exactly two models in the sidebar (a model and its retrieval run "
-               "`MODEL (bm25)`, say) for their paired difference per question.")
-else:
-    st.caption("Mean of model_b − model_a over the questions both answered, 95% bootstrap "
-               "interval over questions, Wilcoxon signed-rank test. Same bytes as "
-               f"`python -m elitr_core export model-difference {cli_arguments(flt)}`")
-    difference = shown(export_table, "model-difference", flt)
-    if difference is not None:
-        show_table(difference, key="leaderboard.difference-table")
-        download_table(difference, "model-difference", table="model-difference")
+FIGURE, LONG, FAMILIES, DIFFERENTIATING, TWO_MODELS = (
+    "Figure", "Long table", "Model families", "Differentiating questions", "Two models")
+# one section at a time: the page draws the open tab only (the others on a click)
+tab_label, tab = open_tab([FIGURE, LONG, FAMILIES, DIFFERENTIATING, TWO_MODELS], key=SECTION_KEY)
+with tab:
+    if tab_label == FIGURE:
+        splits = [s for s in views.SPLIT_ORDER if s in set(board["split"])]
+        split = st.radio("Split of the figure", splits, horizontal=True,
+                         **kept(SPLIT_KEY, splits[-1], splits))
+        show_figure(figures.leaderboard_bars, board, evaluator, split,
+                    name=f"leaderboard-{evaluator}-{split}")
+    elif tab_label == LONG:
+        st.caption("Long table (export contract): same bytes as "
+                   f"`python -m elitr_core export leaderboard {cli_arguments(flt)}`")
+        show_table(board, key="leaderboard.long-table",
+                   keys=("model", "split", "setting", "mode", "evaluator", "mean", "std", "n"))
+        download_table(board, "leaderboard", table="leaderboard")
+    elif tab_label == FAMILIES:
+        st.caption("Breakdown by question type and answer position of user-defined model "
+                   "groups (one NAME=MODEL,MODEL per line), pooled over their members' "
+                   "responses.")
+        spec = st.text_area("Groups", **kept(GROUPS_KEY, "\n".join(views.DEFAULT_FAMILIES)))
+        groups = shown(parse_groups, [line for line in spec.splitlines() if line.strip()])
+        families = shown(export_table, "breakdown", flt, groups=groups) if groups else None
+        if families is not None:
+            names = {name for name, _ in groups or ()}
+            families = families[families["model"].isin(names)].reset_index(drop=True)
+            show_table(families, key="leaderboard.families-table")
+            download_table(families, "breakdown-families", key="download.families")
+    elif tab_label == DIFFERENTIATING:
+        st.caption("The QA/Conv differentiating questions, whose Conv phrasing relies on "
+                   "earlier turns (16 dev + 17 test2): mean score in QA-st, QA-mt and Conv-mt, "
+                   "pooled over dev and test2. Same bytes as "
+                   f"`python -m elitr_core export differentiating {cli_arguments(flt)}`")
+        differentiating = shown(export_table, "differentiating", flt)
+        if differentiating is not None:
+            table = differentiating[differentiating["evaluator"] == evaluator]
+            st.dataframe(table.pivot_table(index="model", columns="setting_mode",
+                                           values="mean", sort=False), width="stretch")
+            download_table(differentiating, "differentiating", table="differentiating")
+    elif flt.models is None or len(flt.models) != 2:
+        st.caption("Pick exactly two models in the sidebar (a model and its retrieval run "
+                   "`MODEL (bm25)`, say) for their paired difference per question.")
+    else:
+        st.caption("Mean of model_b − model_a over the questions both answered, 95% bootstrap "
+                   "interval over questions, Wilcoxon signed-rank test. Same bytes as "
+                   f"`python -m elitr_core export model-difference {cli_arguments(flt)}`")
+        difference = shown(export_table, "model-difference", flt)
+        if difference is not None:
+            show_table(difference, key="leaderboard.difference-table")
+            download_table(difference, "model-difference", table="model-difference")

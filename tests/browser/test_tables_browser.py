@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from tests.browser.conftest import screenshot
-from tests.browser.test_analysis_browser import open_page
+from tests.browser.test_analysis_browser import click_tab, open_page
 
 
 def _grid_text(browser: object) -> str:
@@ -88,6 +88,7 @@ def test_meeting_browser_row_opens_the_detail_panel(
 def test_drilldown_row_opens_the_detail_panel(
         streamlit_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
     open_page(browser, streamlit_server, "Model drilldown", wait_for_text)
+    click_tab(browser, "Questions")
     wait_for_text(browser, "Select a row to read it in full below.")
     _pick_first_row(browser, "drilldown-questions-table")
     wait_for_text(browser, "Selected response", "Reference answer", "Scores", timeout=60)

@@ -54,6 +54,13 @@ def open_page(db_url: str, monkeypatch: pytest.MonkeyPatch, page: str) -> AppTes
     return at.switch_page(f"pages/{page}.py").run()
 
 
+def open_tab(at: AppTest, key: str, label: str) -> AppTest:
+    """Select the tab ``label`` of the tabs with this key (``pages.common.open_tab``) and rerun,
+    as a click on the tab does."""
+    at.session_state[key] = label
+    return at.run()
+
+
 def download_bytes(at: AppTest, key: str) -> bytes:
     """The bytes behind the download button with this key, from the latest run."""
     button = at.download_button(key=key)

@@ -14,8 +14,11 @@ from tests.pages.analysis_support import (
     download_bytes,
     messages,
     open_page,
+    open_tab,
     set_filters,
 )
+
+SECTION = "agreement.section"
 
 
 @pytest.fixture
@@ -36,12 +39,32 @@ def _tables(at: AppTest) -> dict[str, object]:
     return found
 
 
-def test_paper_comparison(app: AppTest) -> None:
+def _all_tables(at: AppTest) -> dict[str, object]:
+    """The tables of every tab, each tab opened in turn."""
+    found = {}
+    for label in ("Correlation between evaluators", "MAE and kappa", "Intraclass correlation",
+                  "Two evaluators", "Ranking agreement"):
+        open_tab(at, SECTION, label)
+        assert not at.exception and not at.error, label
+        found.update(_tables(at))
+    return found
+
+
+def test_opens_on_the_correlation_alone(app: AppTest) -> None:
     assert not app.exception
     assert messages(app) == {"error": [], "warning": [], "info": []}
-    tables = _tables(app)
+    assert [t.label for t in app.tabs] == [
+        "Correlation between evaluators", "MAE and kappa", "Intraclass correlation",
+        "Two evaluators", "Ranking agreement"]
+    assert set(_tables(app)) == {"corr"}  # the other tabs' tables are drawn on a click
+    assert len(app.get("plotly_chart")) == 1
+
+
+def test_paper_comparison(app: AppTest) -> None:
+    tables = _all_tables(app)
     corr = tables["corr"]
     assert set(corr["n"]) == {390} and len(corr) == 18  # 6 pairs x 3 methods
+    open_tab(app, SECTION, "Two evaluators")
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Responses both scored"] == "390"
     # r of gpt-4 vs gold-human against scipy on the pairs the scatter shows
@@ -76,7 +99,7 @@ def test_pearson_against_scipy(app: AppTest, bundled_sqlite: str) -> None:
     shown = corr[(corr["method"] == "pearson") & (corr["evaluator_a"] == "gpt-4")
                  & (corr["evaluator_b"] == "gold-human")]["r"].iloc[0]
     assert shown == pytest.approx(expected, abs=1e-12)
-    mae = _tables(app)["mae"]
+    mae = _tables(open_tab(app, SECTION, "MAE and kappa"))["mae"]
     row = mae[(mae["evaluator_a"] == "gpt-4") & (mae["evaluator_b"] == "gold-human")].iloc[0]
     assert row["mae"] == pytest.approx(np.mean(np.abs(wide["gpt-4"] - wide["gold-human"])))
 
@@ -84,8 +107,9 @@ def test_pearson_against_scipy(app: AppTest, bundled_sqlite: str) -> None:
 def test_csv_downloads_are_byte_identical_to_cli(app: AppTest, bundled_sqlite: str,
                                                  tmp_path: Path) -> None:
     options = ["--split", "test2", "--setting", "qa", "--mode", "st"]
-    for table in ("evaluator-correlation", "icc"):
-        page_bytes = download_bytes(app, f"download.{table}.csv")
+    for table, tab in (("evaluator-correlation", "Correlation between evaluators"),
+                       ("icc", "Intraclass correlation")):
+        page_bytes = download_bytes(open_tab(app, SECTION, tab), f"download.{table}.csv")
         assert page_bytes == cli_export(bundled_sqlite, table, tmp_path / f"{table}.csv",
                                         *options)
 
@@ -94,9 +118,16 @@ def test_method_choice_changes_the_heatmap(app: AppTest) -> None:
     app.radio(key="agreement.method").set_value("kendall").run()
     assert not app.exception
     assert any("Kendall correlation" in c.proto.spec for c in app.get("plotly_chart"))
+    # the choice outlives a look at another tab (the radio is not drawn meanwhile)
+    open_tab(app, SECTION, "Intraclass correlation")
+    assert not app.get("plotly_chart")
+    open_tab(app, SECTION, "Correlation between evaluators")
+    assert app.radio(key="agreement.method").value == "kendall"
+    assert any("Kendall correlation" in c.proto.spec for c in app.get("plotly_chart"))
 
 
 def test_same_evaluator_twice_is_an_error_message(app: AppTest) -> None:
+    open_tab(app, SECTION, "Two evaluators")
     app.selectbox(key="agreement.evaluator_b").set_value("gpt-4").run()
     assert not app.exception
     assert any("two different evaluators" in e for e in messages(app)["error"])
@@ -105,8 +136,9 @@ def test_same_evaluator_twice_is_an_error_message(app: AppTest) -> None:
 def test_one_model_warns_instead_of_ranking(app: AppTest) -> None:
     set_filters(app, models=["GPT-4"])
     assert not app.exception
-    assert any("ranking" in w for w in messages(app)["warning"])
     assert set(_tables(app)["corr"]["n"]) == {130}
+    open_tab(app, SECTION, "Ranking agreement")
+    assert any("ranking" in w for w in messages(app)["warning"])
 
 
 def test_a_single_evaluator_is_an_info(app: AppTest) -> None:

@@ -14,8 +14,11 @@ from tests.pages.analysis_support import (
     download_bytes,
     messages,
     open_page,
+    open_tab,
     set_filters,
 )
+
+SECTION = "drilldown.section"
 
 
 @pytest.fixture
@@ -31,16 +34,20 @@ def test_breakdown_and_lost_in_middle_match_cli(app: AppTest, bundled_sqlite: st
                                                 tmp_path: Path) -> None:
     assert not app.exception
     assert app.selectbox(key="drilldown.model").value == "GPT-4"
-    for table, key in (("breakdown", "download.breakdown-GPT-4.csv"),
-                       ("lost-in-middle", "download.lost-in-middle-GPT-4.csv")):
+    assert [t.label for t in app.tabs] == ["Breakdown", "Lost in the middle", "Questions",
+                                           "Largest disagreements"]
+    assert len(app.dataframe) == 1 and len(app.get("plotly_chart")) == 1  # breakdown alone
+    for table, key, tab in (("breakdown", "download.breakdown-GPT-4.csv", "Breakdown"),
+                            ("lost-in-middle", "download.lost-in-middle-GPT-4.csv",
+                             "Lost in the middle")):
         cli = cli_export(bundled_sqlite, table, tmp_path / f"{table}.csv", "--model", "GPT-4")
-        assert download_bytes(app, key) == cli
+        assert download_bytes(open_tab(app, SECTION, tab), key) == cli
     lim = _table(app, "mean_middle")
     assert list(lim["effect"]) == list(lim["p"] < 0.05)
 
 
 def test_question_table_and_filters(app: AppTest) -> None:
-    questions = _table(app, "response")
+    questions = _table(open_tab(app, SECTION, "Questions"), "response")
     # GPT-4: 271 questions in QA-st, QA-mt and Conv-mt
     assert len(questions) == 813
     assert {"gpt-4", "prometheus", "gold-human", "silver-human"} <= set(questions.columns)
@@ -52,14 +59,21 @@ def test_question_table_and_filters(app: AppTest) -> None:
     assert len(found) < len(middle)
     text = found["question"] + found["reference"] + found["response"]
     assert text.str.contains("ORGANIZATION1", case=False).all()
+    # the disagreements tab applies (and shows) the same question filters
+    open_tab(app, SECTION, "Largest disagreements")
+    assert app.multiselect(key="drilldown.answer_positions").value == ["M"]
+    assert app.text_input(key="drilldown.text").value == "ORGANIZATION1"
+    worst = _table(app, "abs_difference")
+    assert set(worst["answer_position"]) <= {"M"} and len(worst) < len(found)
 
 
 def test_largest_disagreements_sorted(app: AppTest) -> None:
-    worst = _table(app, "abs_difference")
+    worst = _table(open_tab(app, SECTION, "Largest disagreements"), "abs_difference")
     assert len(worst) == 130  # GPT-4's test2 QA-st responses scored by both
     assert (worst["abs_difference"] == (worst["gpt-4"] - worst["gold-human"]).abs()).all()
     assert worst["abs_difference"].is_monotonic_decreasing
-    questions = _table(app, "response").dropna(subset=["gpt-4", "gold-human"])
+    questions = _table(open_tab(app, SECTION, "Questions"), "response").dropna(
+        subset=["gpt-4", "gold-human"])
     assert worst["abs_difference"].iloc[0] == (questions["gpt-4"]
                                                - questions["gold-human"]).abs().max()
 
@@ -76,13 +90,14 @@ def test_judge_feedback_shown_when_stored(bundled_sqlite: str,
     at = analysis_app(bundled_sqlite, monkeypatch)
     at.run()
     at.switch_page("pages/drilldown.py").run()
-    questions = _table(at, "response")
+    questions = _table(open_tab(at, SECTION, "Questions"), "response")
     feedback = questions["gpt-4 feedback"].dropna()
     assert list(feedback) == ["The response names every participant. \\boxed{9}"]
 
 
 def test_model_without_human_scores_explains(app: AppTest) -> None:
     app.selectbox(key="drilldown.model").set_value("GPT-3.5").run()
+    open_tab(app, SECTION, "Largest disagreements")
     assert not app.exception
     assert any("two evaluators" in i for i in messages(app)["info"])
 

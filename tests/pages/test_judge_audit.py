@@ -12,11 +12,18 @@ from tests.pages.analysis_support import (
     download_bytes,
     messages,
     open_page,
+    open_tab,
     set_filters,
 )
 
 PAPER = {"split": "test2", "setting": "qa", "mode": "st"}
 PAPER_ARGS = ("--split", "test2", "--setting", "qa", "--mode", "st")
+SECTION = "audit.section"
+# table -> the tab that shows it
+TABS = {"ppi": "PPI leaderboard", "ppi-budget": "Budget planner",
+        "ppi-designs": "Sampling designs", "recalibration": "Recalibration",
+        "judge-effects": "Judge effects", "self-consistency": "Self-consistency",
+        "turn-effect": "Conversation", "st-vs-mt": "Conversation"}
 
 
 @pytest.fixture
@@ -25,25 +32,35 @@ def app(bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     return set_filters(at, **PAPER)
 
 
-def test_tables_figures_and_downloads(app: AppTest, bundled_sqlite: str,
-                                      tmp_path: Path) -> None:
+def test_opens_on_the_ppi_leaderboard_alone(app: AppTest) -> None:
     assert not app.exception
     assert app.selectbox(key="audit.judge").value == "gpt-4"
     assert app.selectbox(key="audit.human").value == "gold-human"
-    shown = {"ppi", "ppi-budget", "ppi-designs", "recalibration", "judge-effects"}
-    for table in shown:
+    assert [t.label for t in app.tabs] == list(dict.fromkeys(TABS.values()))
+    # ppi table: three models with gold-human scores, nine judged; then the ranking it implies
+    ppi = app.dataframe[0].value
+    assert len(ppi) == 9 and int((ppi["n_labelled"] > 0).sum()) == 3
+    assert len(app.dataframe) == 2 and len(app.get("plotly_chart")) == 1  # the other tabs wait
+
+
+def test_tables_figures_and_downloads(app: AppTest, bundled_sqlite: str,
+                                      tmp_path: Path) -> None:
+    charts = 0
+    warnings = []
+    for table in ("ppi", "ppi-budget", "ppi-designs", "recalibration", "judge-effects",
+                  "self-consistency", "turn-effect"):
+        open_tab(app, SECTION, TABS[table])
+        assert not app.exception and not messages(app)["error"], table
+        charts += len(app.get("plotly_chart"))
+        warnings += messages(app)["warning"]
+        if table in {"self-consistency", "turn-effect"}:
+            continue  # one sample per response, one mode: those sections say what is missing
         page = download_bytes(app, f"download.{table}.csv")
         cli = cli_export(bundled_sqlite, table, tmp_path / f"{table}.csv", *PAPER_ARGS,
                          "--judge", "gpt-4", "--human", "gold-human")
         assert page == cli, table
-    # ppi table: three models with gold-human scores, nine judged
-    ppi = app.dataframe[0].value
-    assert len(ppi) == 9 and int((ppi["n_labelled"] > 0).sum()) == 3
-    # one sample per response, one mode: those sections say what is missing
-    warnings = " ".join(messages(app)["warning"])
-    assert "--samples 2" in warnings and "mode mt" in warnings
-    assert not messages(app)["error"]
-    assert len(app.get("plotly_chart")) == 4  # ppi, designs, recalibration, effects
+    assert "--samples 2" in " ".join(warnings) and "mode mt" in " ".join(warnings)
+    assert charts == 4  # ppi, designs, recalibration, effects
 
 
 def test_budget_option_reaches_the_table(app: AppTest, bundled_sqlite: str,
@@ -51,8 +68,10 @@ def test_budget_option_reaches_the_table(app: AppTest, bundled_sqlite: str,
     app.number_input(key="audit.half_width").set_value(1.0).run()
     app.number_input(key="audit.budget").set_value(60).run()
     assert not app.exception
+    open_tab(app, SECTION, TABS["ppi-budget"])
     assert download_bytes(app, "download.ppi-budget.csv") == cli_export(
         bundled_sqlite, "ppi-budget", tmp_path / "b.csv", *PAPER_ARGS, "--half-width", "1")
+    open_tab(app, SECTION, TABS["ppi-designs"])
     designs = download_bytes(app, "download.ppi-designs.csv").decode()
     assert ",60," in designs.splitlines()[1]
 

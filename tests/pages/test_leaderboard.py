@@ -16,8 +16,11 @@ from tests.pages.analysis_support import (
     download_bytes,
     messages,
     open_page,
+    open_tab,
     set_filters,
 )
+
+SECTION = "leaderboard.section"
 
 
 @pytest.fixture
@@ -59,6 +62,9 @@ def test_main_table_matches_cli_and_sql(app: AppTest, bundled_sqlite: str, tmp_p
     # (a missing cell reaches the grid as -inf, shown as an en dash and sorted last)
     assert main_table.loc["GPT-3.5", "QA-mt test2"] == float("-inf")
     assert app.get("plotly_chart"), "the leaderboard figure is drawn"
+    assert [t.label for t in app.tabs] == ["Figure", "Long table", "Model families",
+                                           "Differentiating questions", "Two models"]
+    assert len(app.dataframe) == 1  # the other tabs' tables are drawn on a click
     # ranked by QA-st mean, best first; a model not run in a setting has no rank there
     ranks = main_table["rank"].tolist()
     assert ranks[0] == 1 and main_table.index[0] == main_table["QA-st mean"].idxmax()
@@ -71,6 +77,7 @@ def test_main_table_matches_cli_and_sql(app: AppTest, bundled_sqlite: str, tmp_p
 def test_csv_download_is_byte_identical_to_cli(app: AppTest, bundled_sqlite: str,
                                                tmp_path: Path) -> None:
     set_filters(app, split="test2", setting="qa", evaluators=["gpt-4", "gold-human"])
+    open_tab(app, SECTION, "Long table")
     assert not app.exception
     page_bytes = download_bytes(app, "download.leaderboard.csv")
     cli = cli_export(bundled_sqlite, "leaderboard", tmp_path / "lb.csv", "--split", "test2",
@@ -108,6 +115,7 @@ def test_empty_filter_result_is_a_message(app: AppTest) -> None:
 
 def test_model_families_and_differentiating_questions(app: AppTest, bundled_sqlite: str,
                                                       tmp_path: Path) -> None:
+    open_tab(app, SECTION, "Model families")
     assert not app.exception
     families = next(d.value for d in app.dataframe
                     if "model" in d.value.columns and "GPT" in set(d.value["model"]))
@@ -124,6 +132,7 @@ def test_model_families_and_differentiating_questions(app: AppTest, bundled_sqli
             "AND q.question_type = 'who' AND e.slug = 'gpt-4'").fetchone()
     assert int(gpt_who["n"]) == n and float(gpt_who["mean"]) == pytest.approx(mean)
     # differentiating questions: the CLI's bytes, 33 questions per model and setting-mode
+    open_tab(app, SECTION, "Differentiating questions")
     page = download_bytes(app, "download.differentiating.csv")
     assert page == cli_export(bundled_sqlite, "differentiating", tmp_path / "d.csv")
     rows = list(csv.DictReader(io.StringIO(page.decode())))
@@ -133,9 +142,14 @@ def test_model_families_and_differentiating_questions(app: AppTest, bundled_sqli
 
 
 def test_bad_group_spec_is_a_message(app: AppTest) -> None:
+    open_tab(app, SECTION, "Model families")
     app.text_area(key="leaderboard.groups").set_value("GPT: GPT-4").run()
     assert not app.exception
     assert any("write NAME=MODEL,MODEL" in e.value for e in app.error)
+    # the groups typed outlive a look at another tab (the text area is not drawn meanwhile)
+    open_tab(app, SECTION, "Figure")
+    open_tab(app, SECTION, "Model families")
+    assert app.text_area(key="leaderboard.groups").value == "GPT: GPT-4"
 
 
 def test_csv_download_escapes_formulas_like_the_cli(bundled_sqlite: str, tmp_path: Path,
@@ -145,6 +159,7 @@ def test_csv_download_escapes_formulas_like_the_cli(bundled_sqlite: str, tmp_pat
     import_hostile_model(bundled_sqlite, tmp_path)
     app = open_page(bundled_sqlite, monkeypatch, "leaderboard")
     set_filters(app, split="dev", setting="qa", evaluators=["gpt-4"])
+    open_tab(app, SECTION, "Long table")
     assert not app.exception
     page_bytes = download_bytes(app, "download.leaderboard.csv")
     cli = cli_export(bundled_sqlite, "leaderboard", tmp_path / "lb.csv", "--split", "dev",
@@ -156,6 +171,7 @@ def test_csv_download_escapes_formulas_like_the_cli(bundled_sqlite: str, tmp_pat
 
 def test_two_models_paired_difference_matches_the_cli(app: AppTest, bundled_sqlite: str,
                                                       tmp_path: Path) -> None:
+    open_tab(app, SECTION, "Two models")
     assert any("Pick exactly two models" in c.value for c in app.caption)
     app = set_filters(app, split="test2", setting="qa", mode="st",
                       models=["GPT-4", "Vicuna-13B-v1.5"])

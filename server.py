@@ -7,7 +7,8 @@ clear the researcher's HttpOnly session cookie (a Streamlit script cannot set on
 from __future__ import annotations
 
 import os
-import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import streamlit as st
 from starlette.requests import Request
@@ -39,15 +40,17 @@ def session_end(request: Request) -> RedirectResponse:
     response.delete_cookie(COOKIE_NAME, path="/")
     return response
 
-def _warm_imports() -> None:
-    """Import the statistics and figure stack once at start (about 2 s: scipy, pingouin,
-    plotly), so that the first analysis page a user opens does not pay for it."""
-    import elitr_core.export.figures  # noqa: F401
-    import elitr_core.export.tables  # noqa: F401
-    import elitr_core.stats.agreement  # noqa: F401
+@asynccontextmanager
+async def lifespan(_app: object) -> AsyncIterator[None]:
+    """Once the runtime is up (its caches exist): import the statistics and figure stack and
+    compute the analysis pages' default views in a background thread (``pages.warm``), so that
+    the first visit of a page does not pay for them."""
+    from pages.warm import start
+
+    start()
+    yield
 
 
-threading.Thread(target=_warm_imports, name="elitr-warm-imports", daemon=True).start()
 os.environ["ELITR_SESSION_ROUTES"] = "1"  # pages/auth_ui.session_routes: the routes exist
-app = st.App("app.py", routes=[Route("/session/start", session_start),
-                               Route("/session/end", session_end)])
+app = st.App("app.py", lifespan=lifespan, routes=[Route("/session/start", session_start),
+                                                   Route("/session/end", session_end)])

@@ -6,6 +6,8 @@ from elitr_core.export import figures, views
 from elitr_core.stats import agreement, icc
 from pages.auth_ui import RESEARCHER, require_role
 from pages.common import (
+    DEFAULT_HUMAN,
+    DEFAULT_JUDGE,
     clear_caches,
     computed,
     download_table,
@@ -96,9 +98,10 @@ with tab:
     elif tab_label == PAIR:
         left, right = st.columns(2)
         a = left.selectbox("Evaluator A (judge)", evaluators,
-                           **kept(A_KEY, evaluators[_default(evaluators, "gpt-4")], evaluators))
+                           **kept(A_KEY, evaluators[_default(evaluators, DEFAULT_JUDGE)],
+                                  evaluators))
         b = right.selectbox("Evaluator B (reference)", evaluators,
-                            **kept(B_KEY, evaluators[_default(evaluators, "gold-human", 1)],
+                            **kept(B_KEY, evaluators[_default(evaluators, DEFAULT_HUMAN, 1)],
                                    evaluators))
         pairs = shown(computed, views.pair_scores, flt, a=a, b=b)
         if pairs is not None:

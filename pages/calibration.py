@@ -4,7 +4,14 @@ import streamlit as st
 
 from elitr_core.export import figures, views
 from pages.auth_ui import RESEARCHER, require_role
-from pages.common import download_table, export_table, scores_frame, show_figure, shown
+from pages.common import (
+    DEFAULT_HUMAN,
+    download_table,
+    export_table,
+    scores_frame,
+    show_figure,
+    shown,
+)
 from pages.filters import cli_arguments, describe, narrowing, sidebar_filters
 from pages.tables import show_table
 
@@ -24,10 +31,10 @@ if st.session_state.get(REFERENCE_KEY) not in evaluators:
     st.session_state.pop(REFERENCE_KEY, None)  # never carry over a reference that is gone
 reference = st.selectbox(
     "Reference evaluator (defines the bins)", evaluators, key=REFERENCE_KEY,
-    index=evaluators.index("gold-human") if "gold-human" in evaluators else None,
+    index=evaluators.index(DEFAULT_HUMAN) if DEFAULT_HUMAN in evaluators else None,
     placeholder="choose the reference evaluator")
 if reference is None:
-    st.info(f"gold-human, the default reference, has no scores under {narrowing(flt)}: "
+    st.info(f"{DEFAULT_HUMAN}, the default reference, has no scores under {narrowing(flt)}: "
             f"choose another reference above, or change {narrowing(flt)} in the sidebar "
             "(the human scores are on test2, QA, single-turn).")
     st.stop()

@@ -100,6 +100,11 @@ def kept(key: str, default: Any, options: Sequence[Any] | None = None) -> dict[s
 CACHE_TTL_S = 300
 """Read caches live five minutes: imports and new scores show up without a restart."""
 
+# What the analysis pages pick first (when the data has it); pages.warm computes their views.
+DEFAULT_JUDGE = "gpt-4"
+DEFAULT_HUMAN = "gold-human"
+DEFAULT_MODEL = "GPT-4"
+
 
 def database_url() -> str | None:
     """The database URL the app uses (``DATABASE_URL``; None means the default SQLite file)."""
@@ -246,11 +251,16 @@ def _figure(name: str, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...
     return _build(*args, **dict(kwargs))
 
 
+def cached_figure(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``build(*args, **kwargs)``, cached by the builder and the argument values."""
+    qualified = f"{build.__module__}.{build.__qualname__}"
+    return _figure(qualified, args, tuple(sorted(kwargs.items())), build)  # type: ignore[no-any-return]
+
+
 def show_figure(build: Callable[..., Any], *args: Any, name: str, **kwargs: Any) -> Any:
     """``build(*args, **kwargs)`` drawn with its PNG/SVG downloads; the figure is cached by
     the builder and the argument values. A builder's user error is shown as a message."""
-    qualified = f"{build.__module__}.{build.__qualname__}"
-    fig = shown(_figure, qualified, args, tuple(sorted(kwargs.items())), build)
+    fig = shown(cached_figure, build, *args, **kwargs)
     if fig is not None:
         st.plotly_chart(fig, width="stretch")
         download_figure(fig, name)

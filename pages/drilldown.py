@@ -8,6 +8,9 @@ import streamlit as st
 from elitr_core.export import figures, views
 from pages.auth_ui import RESEARCHER, require_role
 from pages.common import (
+    DEFAULT_HUMAN,
+    DEFAULT_JUDGE,
+    DEFAULT_MODEL,
     download_table,
     export_table,
     kept,
@@ -40,7 +43,7 @@ if not models:
     st.info("No scores match these filters: widen them in the sidebar.")
     st.stop()
 model = st.selectbox("Model", models, key=MODEL_KEY,
-                     index=models.index("GPT-4") if "GPT-4" in models else 0)
+                     index=models.index(DEFAULT_MODEL) if DEFAULT_MODEL in models else 0)
 model_flt = replace(flt, models=(model,))
 st.caption(f"{describe(model_flt)}; pooled over what the filters keep")
 
@@ -111,11 +114,11 @@ with tab:
         left, right = st.columns(2)
         judge = left.selectbox(
             "Judge", score_columns,
-            **kept(JUDGE_KEY, "gpt-4" if "gpt-4" in score_columns else score_columns[0],
+            **kept(JUDGE_KEY, DEFAULT_JUDGE if DEFAULT_JUDGE in score_columns else score_columns[0],
                    score_columns))
         human = right.selectbox(
             "Human", score_columns,
-            **kept(HUMAN_KEY, "gold-human" if "gold-human" in score_columns
+            **kept(HUMAN_KEY, DEFAULT_HUMAN if DEFAULT_HUMAN in score_columns
                    else score_columns[-1], score_columns))
         worst = shown(views.largest_disagreements, shown_rows, judge, human)
         if worst is not None:

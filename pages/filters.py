@@ -111,25 +111,38 @@ def _apply_minimum(flt: ScoreFilter) -> ScoreFilter:
     """With Evaluators = all, leave out evaluators with fewer scores than the minimum under
     these filters (a 3-score pilot study would otherwise enter every analysis), and say so.
     Evaluators picked by name are always kept."""
-    from pages.common import scores_frame
-
     minimum = int(st.number_input("Minimum scores per evaluator", 0, 100_000,
                                   st.session_state.get(MIN_SCORES_KEY, default_min_scores()),
                                   step=10, key=MIN_SCORES_KEY + WIDGET_SUFFIX,
                                   on_change=_store, args=(MIN_SCORES_KEY,)))
-    st.session_state[LEFT_OUT_KEY] = {}
+    flt, left_out = with_minimum(flt, minimum)
+    st.session_state[LEFT_OUT_KEY] = left_out
+    if left_out:
+        st.caption("Left out (fewer than " f"{minimum} scores here): " + ", ".join(
+            f"{e} ({n})" for e, n in sorted(left_out.items())) +
+            ". Pick them under Evaluators, or lower the minimum, to include them.")
+    return flt
+
+
+def with_minimum(flt: ScoreFilter, minimum: int) -> tuple[ScoreFilter, dict[str, int]]:
+    """``flt`` without the evaluators that have fewer than ``minimum`` scores under it (when
+    Evaluators = all), and those left out with their number of scores."""
+    from pages.common import scores_frame
+
     if flt.evaluators or minimum <= 0:
-        return flt
+        return flt, {}
     counts = scores_frame(flt).groupby("evaluator")["score"].count()
     left_out = {str(e): int(n) for e, n in counts.items() if n < minimum}
     if not left_out:
-        return flt
-    st.session_state[LEFT_OUT_KEY] = left_out
-    st.caption("Left out (fewer than " f"{minimum} scores here): " + ", ".join(
-        f"{e} ({n})" for e, n in sorted(left_out.items())) +
-        ". Pick them under Evaluators, or lower the minimum, to include them.")
+        return flt, {}
     kept = tuple(str(e) for e in counts.index if str(e) not in left_out)
-    return replace(flt, evaluators=kept or None)
+    return replace(flt, evaluators=kept or None), left_out
+
+
+def default_filters() -> ScoreFilter:
+    """The filters an analysis page starts with (everything, less the evaluators under the
+    default minimum number of scores); computed outside a page too (``pages.warm``)."""
+    return with_minimum(ScoreFilter(), default_min_scores())[0]
 
 
 def narrowing(flt: ScoreFilter) -> str:

@@ -7,6 +7,8 @@ from elitr_core.export.judge_audit import AuditOptions, ppi_rankings
 from elitr_core.stats.recalibration import recalibrated_scores
 from pages.auth_ui import RESEARCHER, require_role
 from pages.common import (
+    DEFAULT_HUMAN,
+    DEFAULT_JUDGE,
     computed,
     download_table,
     export_table,
@@ -35,10 +37,12 @@ if len(evaluators) < 2:
     st.stop()
 left, right = st.columns(2)
 judge = left.selectbox("Judge (scores every response)", evaluators, key=JUDGE_KEY,
-                       index=evaluators.index("gpt-4") if "gpt-4" in evaluators else 0)
+                       index=evaluators.index(DEFAULT_JUDGE)
+                       if DEFAULT_JUDGE in evaluators else 0)
 humans = [e for e in evaluators if e != judge]
 human = right.selectbox("Human (scores a subset)", humans, key=HUMAN_KEY,
-                        index=humans.index("gold-human") if "gold-human" in humans else 0)
+                        index=humans.index(DEFAULT_HUMAN)
+                        if DEFAULT_HUMAN in humans else 0)
 half_width = left.number_input("Budget planner: target half-width of the 95% interval",
                                0.05, 5.0, 0.5, 0.05, key=HALF_WIDTH_KEY)
 budget = right.number_input("Sampling designs: human scores per simulated study", 2, 10000,

@@ -9,6 +9,7 @@ from elitr_core.stats.leaderboard import board_wide
 from pages.auth_ui import RESEARCHER, require_role
 from pages.common import (
     CACHE_TTL_S,
+    DEFAULT_JUDGE,
     download_table,
     export_table,
     kept,
@@ -44,7 +45,8 @@ if board is None:
 
 evaluators = views.evaluators_in(board)
 evaluator = st.selectbox("Evaluator", evaluators, key=EVALUATOR_KEY,
-                         index=evaluators.index("gpt-4") if "gpt-4" in evaluators else 0)
+                         index=evaluators.index(DEFAULT_JUDGE)
+                         if DEFAULT_JUDGE in evaluators else 0)
 mean, std = main_table(flt, evaluator)
 several_seeds = bool(std.notna().to_numpy().any())
 

@@ -14,7 +14,11 @@ With ``--browser`` each tree also runs as a real server (``streamlit run app.py`
 Chromium moves between pages as a user does (its sidebar links, one session): "first" is the
 first visit of a page, "warm" the median of ``--repeat`` later visits (Home in between), each
 from the click until the app reports its script run finished and no spinner or skeleton is
-left; "reload" is a full page load by address (a new session: the frontend starts again).
+left; "tab" the median over the page's other tabs of a click on the tab (a page that draws
+one tab at a time reruns for it; "-" for a page without tabs); "reload" is a full page load
+by address (a new session: the frontend starts again). The server is ``server.py`` where the
+tree has one (what ``make run`` starts: it may warm caches at start), else ``app.py``; the
+first click follows the server's start by a few seconds, as a user's would.
 
 Each tree is timed in its own process on its own copy of the bundled data, one after the
 other; the load average is printed because the machine is shared and timings swing with it.
@@ -103,6 +107,17 @@ def _browser_times(root: Path, url: str, repeat: int) -> dict[str, dict[str, flo
         link.click()
         return finished(start)
 
+    def tabs() -> list[float]:
+        labels = [e.text for e in driver.find_elements("css selector", "[role='tab']")]
+        times = []
+        for label in labels[1:]:
+            tab = next(e for e in driver.find_elements("css selector", "[role='tab']")
+                       if e.text == label)
+            start = time.perf_counter()
+            tab.click()
+            times.append(finished(start))
+        return times
+
     out = {}
     try:
         reload(url)  # the app's first session: role, engine
@@ -114,7 +129,9 @@ def _browser_times(root: Path, url: str, repeat: int) -> dict[str, dict[str, flo
             for _ in range(repeat):
                 click("meeting")
                 warm.append(click(page))
+            tab = tabs()
             out[page] = {"first": first, "warm": statistics.median(warm),
+                         "tab": statistics.median(tab) if tab else None,
                          "reload": reload(f"{url}/{page}"), "error": False}
     finally:
         driver.quit()
@@ -128,7 +145,8 @@ def _serve(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], st
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py",
+    script = "server.py" if (root / "server.py").exists() else "app.py"
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", script,
                              "--server.port", str(port), "--server.address", "127.0.0.1",
                              "--server.headless", "true"], cwd=root, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -164,9 +182,10 @@ def _time_tree(root: Path, repeat: int, tmp: Path,
 
 
 def _print(title: str, results: dict[str, dict[str, dict[str, float]]]) -> None:
-    reload = any("reload" in row for timing in results.values() for row in timing.values())
-    what = "first / warm / reload (s)" if reload else "first / warm (s)"
-    width = 44 if reload else 34
+    rows = [row for timing in results.values() for row in timing.values()]
+    columns = [c for c in ("first", "warm", "tab", "reload") if any(c in row for row in rows)]
+    what = " / ".join(columns) + " (s)"
+    width = 12 + 8 * len(columns)
     header = "".join(f"{label + ': ' + what:>{width}}" for label in results)
     print(f"\n{title}\n{'page':<14}{header}")
     for page in PAGES:
@@ -176,8 +195,7 @@ def _print(title: str, results: dict[str, dict[str, dict[str, float]]]) -> None:
             if row is None:
                 cells.append(f"{'-':>{width}}")
                 continue
-            text = f"{row['first']:.3f} / {row['warm']:.3f}" + (
-                f" / {row['reload']:.3f}" if "reload" in row else "")
+            text = " / ".join("-" if row.get(c) is None else f"{row[c]:.3f}" for c in columns)
             cells.append(f"{text:>{width - 1}}{'!' if row['error'] else ' '}")
         print(f"{page:<14}{''.join(cells)}")
 

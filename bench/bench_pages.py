@@ -18,7 +18,8 @@ left; "tab" the median over the page's other tabs of a click on the tab (a page 
 one tab at a time reruns for it; "-" for a page without tabs); "reload" is a full page load
 by address (a new session: the frontend starts again). The server is ``server.py`` where the
 tree has one (what ``make run`` starts: it may warm caches at start), else ``app.py``; the
-first click follows the server's start by a few seconds, as a user's would.
+browser opens the app as soon as the server answers, or ``--settle`` seconds later (a user who
+opens the app a little after starting it: the server's start-up work is then done).
 
 Each tree is timed in its own process on its own copy of the bundled data, one after the
 other; the load average is printed because the machine is shared and timings swing with it.
@@ -160,8 +161,8 @@ def _serve(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], st
     return proc, url
 
 
-def _time_tree(root: Path, repeat: int, tmp: Path,
-               browser: bool) -> dict[str, dict[str, dict[str, float]]]:
+def _time_tree(root: Path, repeat: int, tmp: Path, browser: bool,
+               settle: float) -> dict[str, dict[str, dict[str, float]]]:
     db = tmp / f"{root.name}.db"
     url = f"sqlite:///{db}"
     subprocess.run([sys.executable, "-m", "elitr_core", "init", "--db", url], cwd=root,
@@ -173,6 +174,7 @@ def _time_tree(root: Path, repeat: int, tmp: Path,
     out = {"server": json.loads(done.stdout.strip().splitlines()[-1])}
     if browser:
         proc, address = _serve(root, env)
+        time.sleep(settle)
         try:
             out["browser"] = _browser_times(root, address, repeat)
         finally:
@@ -213,6 +215,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="warm runs per page (median)")
     parser.add_argument("--browser", action="store_true",
                         help="also time each page in headless Chromium on a real server")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="with --browser: seconds between the server's start and the "
+                             "browser's first request")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -224,7 +229,7 @@ def main() -> int:
         if args.before:
             trees = {f"before ({args.before[:10]})": _checkout(args.before, tmp), **trees}
         print(f"load average before: {os.getloadavg()}", flush=True)
-        results = {label: _time_tree(root, args.repeat, tmp, args.browser)
+        results = {label: _time_tree(root, args.repeat, tmp, args.browser, args.settle)
                    for label, root in trees.items()}
         print(f"load average after:  {os.getloadavg()}")
         _print("Server time of one script run (AppTest)",

@@ -50,13 +50,16 @@ def warm() -> int:
     """Compute every step of :func:`steps` in turn; returns how many succeeded."""
     began = time.perf_counter()
     done = 0
-    for name, step in steps():
-        try:
-            step()
-        except Exception as exc:  # noqa: BLE001 - a warm-up never stops the server
-            _LOG.info("warm-up: %s skipped: %s", name, exc)
-        else:
-            done += 1
+    try:
+        for name, step in steps():
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - a warm-up never stops the server
+                _LOG.info("warm-up: %s skipped: %s", name, exc)
+            else:
+                done += 1
+    except Exception as exc:  # noqa: BLE001 - no database, say: the pages will say so
+        _LOG.warning("warm-up stopped: %s", exc)
     _LOG.info("warm-up: %d views in %.1f s", done, time.perf_counter() - began)
     return done
 

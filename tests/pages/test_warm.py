@@ -50,6 +50,14 @@ def test_first_views_come_from_the_warm_caches(bundled_sqlite: str,
         assert at.get("plotly_chart"), page  # the first tab's figure, from the cache
 
 
+def test_no_database_stops_the_warm_up_quietly(monkeypatch: pytest.MonkeyPatch,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/nowhere")  # refused
+    with caplog.at_level(logging.INFO, logger=warm.__name__):
+        assert warm.warm() == 0
+    assert any("warm-up stopped" in r.getMessage() for r in caplog.records)
+
+
 def test_start_runs_once_in_the_background(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[str] = []
     monkeypatch.setattr(warm, "_STARTED", type(warm._STARTED)())

@@ -21,8 +21,11 @@ def test_leaderboard_ranks_and_shows_missing_as_en_dash(
         streamlit_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
     open_page(browser, streamlit_server, "Leaderboard", wait_for_text)
     wait_for_text(browser, "Rank by")
-    time.sleep(3)
-    grid = _grid_text(browser)  # the raw values behind the canvas (the picture shows "–")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # the raw values behind the canvas (the picture shows "–"), once the grid is drawn
+    WebDriverWait(browser, 60).until(lambda d: "GPT-3.5" in _grid_text(d))
+    grid = _grid_text(browser)
     assert "None" not in grid and grid.index("rank") < grid.index("QA-st dev")
     assert grid.index("GPT-4") < grid.index("GPT-3.5")  # ranked by QA-st mean
     screenshot(browser, "tables-leaderboard", settle=2.0)

@@ -8,6 +8,9 @@ calls the very cached functions a page calls, with the page's default choices
 (:func:`pages.filters.default_filters`, ``DEFAULT_JUDGE``...), so that the cache keys match; a
 page that opens meanwhile waits for the value being computed instead of computing it twice.
 
+``ELITR_WARM=0`` turns it off (the browser tests do: fifteen servers each computing every page
+in the background would compete with the browser they test).
+
 A step that fails (an evaluator the database lacks, degenerate data) is skipped and logged:
 the page computes it on a visit and explains the problem there.
 """
@@ -15,6 +18,7 @@ the page computes it on a visit and explains the problem there.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +28,7 @@ from typing import Any
 _LOG = logging.getLogger(__name__)
 _STARTED = threading.Event()
 THREAD_NAME = "elitr-warm-pages"
+WARM_ENV = "ELITR_WARM"
 
 
 class _NotFromTheWarmUp(logging.Filter):
@@ -35,8 +40,9 @@ class _NotFromTheWarmUp(logging.Filter):
 
 
 def start() -> threading.Thread | None:
-    """Warm the caches in a background thread, once per process (None when already started)."""
-    if _STARTED.is_set():
+    """Warm the caches in a background thread, once per process (None when already started or
+    turned off with ``ELITR_WARM=0``)."""
+    if _STARTED.is_set() or os.environ.get(WARM_ENV, "1") == "0":
         return None
     _STARTED.set()
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(

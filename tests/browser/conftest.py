@@ -34,7 +34,8 @@ def running_server(database_url: str, log_path: Path,
                    env: dict[str, str] | None = None) -> Iterator[str]:
     """``streamlit run server.py`` (what ``make run`` starts) on a free port; yield its URL."""
     port = _free_port()
-    full_env = {**os.environ, "DATABASE_URL": database_url, **(env or {})}
+    # no start-up warm-up (pages.warm): it would compete with the browser for the 2 cores
+    full_env = {**os.environ, "DATABASE_URL": database_url, "ELITR_WARM": "0", **(env or {})}
     log = log_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "server.py", "--server.port", str(port),

@@ -67,3 +67,16 @@ def test_start_runs_once_in_the_background(monkeypatch: pytest.MonkeyPatch) -> N
     assert warm.start() is None
     thread.join(30)
     assert started == ["warm"]
+
+
+def test_elitr_warm_0_turns_the_warm_up_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+    monkeypatch.setattr(warm, "_STARTED", type(warm._STARTED)())
+    monkeypatch.setattr(warm, "warm", lambda: started.append("warm"))
+    monkeypatch.setenv("ELITR_WARM", "0")
+    assert warm.start() is None
+    monkeypatch.setenv("ELITR_WARM", "1")
+    thread = warm.start()
+    assert thread is not None
+    thread.join(30)
+    assert started == ["warm"]

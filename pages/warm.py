@@ -8,6 +8,8 @@ calls the very cached functions a page calls, with the page's default choices
 (:func:`pages.filters.default_filters`, ``DEFAULT_JUDGE``...), so that the cache keys match; a
 page that opens meanwhile waits for the value being computed instead of computing it twice.
 
+It runs again each time the read caches expire (every ``CACHE_TTL_S``, about 5 s of work every
+5 minutes), so the default views stay computed for a visit after an idle spell.
 ``ELITR_WARM=0`` turns it off (the browser tests do: fifteen servers each computing every page
 in the background would compete with the browser they test).
 
@@ -47,9 +49,25 @@ def start() -> threading.Thread | None:
     _STARTED.set()
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
         _NotFromTheWarmUp())
-    thread = threading.Thread(target=warm, name=THREAD_NAME, daemon=True)
+    thread = threading.Thread(target=keep_warm, name=THREAD_NAME, daemon=True)
     thread.start()
     return thread
+
+
+def keep_warm(every: float | None = None, rounds: int | None = None) -> None:
+    """:func:`warm` now and again each ``every`` seconds (default: just after the read caches
+    expire, ``CACHE_TTL_S``), so that a visit after an idle spell finds the default views
+    computed too, with data stored meanwhile; ``rounds`` bounds the loop (tests)."""
+    if every is None:
+        from pages.common import CACHE_TTL_S
+
+        every = CACHE_TTL_S + 5.0
+    done = 0
+    while rounds is None or done < rounds:
+        warm()
+        done += 1
+        if rounds is None or done < rounds:
+            time.sleep(every)
 
 
 def warm() -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -62,6 +63,7 @@ def test_start_runs_once_in_the_background(monkeypatch: pytest.MonkeyPatch) -> N
     started: list[str] = []
     monkeypatch.setattr(warm, "_STARTED", type(warm._STARTED)())
     monkeypatch.setattr(warm, "warm", lambda: started.append("warm"))
+    monkeypatch.setattr(warm, "keep_warm", lambda: warm.warm())
     thread = warm.start()
     assert thread is not None and thread.daemon
     assert warm.start() is None
@@ -69,10 +71,19 @@ def test_start_runs_once_in_the_background(monkeypatch: pytest.MonkeyPatch) -> N
     assert started == ["warm"]
 
 
+def test_keep_warm_warms_again_after_each_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    at: list[float] = []
+    monkeypatch.setattr(warm, "warm", lambda: at.append(time.monotonic()))
+    warm.keep_warm(every=0.2, rounds=3)
+    assert len(at) == 3
+    assert all(later - earlier >= 0.2 for earlier, later in zip(at, at[1:], strict=False))
+
+
 def test_elitr_warm_0_turns_the_warm_up_off(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[str] = []
     monkeypatch.setattr(warm, "_STARTED", type(warm._STARTED)())
     monkeypatch.setattr(warm, "warm", lambda: started.append("warm"))
+    monkeypatch.setattr(warm, "keep_warm", lambda: warm.warm())
     monkeypatch.setenv("ELITR_WARM", "0")
     assert warm.start() is None
     monkeypatch.setenv("ELITR_WARM", "1")

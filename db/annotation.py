@@ -38,40 +38,7 @@ from db.models import (
 #: First key of the advisory locks taken around a study's aggregate update.
 AGGREGATE_LOCK = 11_001
 
-# The statements of an annotator's submit and next item, built once with bound parameters:
-# building a statement costs more CPU than running it (about 4 ms of a 16 ms submit went to
-# SQLAlchemy expression building), and a prebuilt one also hits the compiled-SQL cache.
-_STUDY = select(Study).where(Study.id == bindparam("b_study"))
-_ASSIGNMENT = select(Assignment).where(
-    Assignment.study_id == bindparam("b_study"),
-    Assignment.annotator_id == bindparam("b_annotator"),
-    Assignment.position == bindparam("b_position"),
-)
-_QUEUE = (
-    select(Assignment.position, Assignment.answered_at.is_not(None))
-    .where(Assignment.study_id == bindparam("b_study"),
-           Assignment.annotator_id == bindparam("b_annotator"))
-    .order_by(Assignment.position)
-)
-_OWN_SCORE = select(Score).where(
-    Score.response_id == bindparam("b_response"),
-    Score.evaluator_id == bindparam("b_evaluator"),
-    Score.annotator_key == bindparam("b_annotator"),
-    Score.sample == 0,
-)
-_TEXTS = (
-    select(Question.qa_text, Question.conv_text, Question.reference,
-           Response.text.label("response"), Run.setting)
-    .join(Question, Question.id == Response.question_id)
-    .join(Run, Run.id == Response.run_id)
-    .where(Response.id == bindparam("b_response"))
-)
-_PARTICIPATIONS = (
-    select(Participation)
-    .where(Participation.study_id == bindparam("b_study"),
-           Participation.annotator_id == bindparam("b_annotator"))
-    .order_by(Participation.id)
-)
+# The participation's last_seen_at update of an answer, built once (see _answer_statements).
 _SEEN = (update(Participation).where(Participation.id == bindparam("b_participation"))
          .values(last_seen_at=bindparam("b_now")))
 
@@ -170,8 +137,10 @@ def study_by_name(*, session: Session, name: str, lock: bool = False) -> Study |
 
 def study_by_id(*, session: Session, study_id: int, lock: bool = False) -> Study | None:
     """The study with this id (optionally row-locked)."""
-    stmt = _STUDY.with_for_update() if lock else _STUDY
-    return session.execute(stmt, {"b_study": study_id}).scalar_one_or_none()
+    stmt = select(Study).where(Study.id == study_id)
+    if lock:
+        stmt = stmt.with_for_update()
+    return session.execute(stmt).scalar_one_or_none()
 
 
 def list_studies(*, session: Session) -> list[Study]:
@@ -262,10 +231,9 @@ def participations(
     *, session: Session, study_id: int, annotator_id: int | None = None
 ) -> list[Participation]:
     """Participations of a study (of one annotator when given), oldest first."""
-    if annotator_id is not None:
-        params = {"b_study": study_id, "b_annotator": annotator_id}
-        return list(session.execute(_PARTICIPATIONS, params).scalars())
     stmt = select(Participation).where(Participation.study_id == study_id)
+    if annotator_id is not None:
+        stmt = stmt.where(Participation.annotator_id == annotator_id)
     return list(session.execute(stmt.order_by(Participation.id)).scalars())
 
 
@@ -303,29 +271,49 @@ def next_position(*, session: Session, study_id: int, annotator_id: int) -> int:
 
 def queue_state(*, session: Session, study_id: int, annotator_id: int) -> list[tuple[int, bool]]:
     """(position, answered) for every item of an annotator's queue, in order."""
-    rows = session.execute(_QUEUE, {"b_study": study_id, "b_annotator": annotator_id})
-    return [(int(p), bool(a)) for p, a in rows]
+    stmt = (
+        select(Assignment.position, Assignment.answered_at.is_not(None))
+        .where(Assignment.study_id == study_id, Assignment.annotator_id == annotator_id)
+        .order_by(Assignment.position)
+    )
+    return [(int(p), bool(a)) for p, a in session.execute(stmt)]
 
 
 def assignment_at(
     *, session: Session, study_id: int, annotator_id: int, position: int
 ) -> Assignment | None:
     """The annotator's own queue row at ``position`` (None for someone else's or a gap)."""
-    params = {"b_study": study_id, "b_annotator": annotator_id, "b_position": position}
-    return session.execute(_ASSIGNMENT, params).scalar_one_or_none()
+    stmt = select(Assignment).where(
+        Assignment.study_id == study_id,
+        Assignment.annotator_id == annotator_id,
+        Assignment.position == position,
+    )
+    return session.execute(stmt).scalar_one_or_none()
 
 
 def item_texts(*, session: Session, response_id: int) -> dict[str, Any]:
     """Question (QA and Conv text), reference and response text of one response; no model."""
-    return dict(session.execute(_TEXTS, {"b_response": response_id}).one()._mapping)
+    stmt = (
+        select(Question.qa_text, Question.conv_text, Question.reference,
+               Response.text.label("response"), Run.setting)
+        .join(Question, Question.id == Response.question_id)
+        .join(Run, Run.id == Response.run_id)
+        .where(Response.id == response_id)
+    )
+    return dict(session.execute(stmt).one()._mapping)
 
 
 def own_score(
     *, session: Session, response_id: int, evaluator_id: int, annotator_id: int
 ) -> Score | None:
     """This annotator's own score of a response (never anyone else's)."""
-    params = {"b_response": response_id, "b_evaluator": evaluator_id, "b_annotator": annotator_id}
-    return session.execute(_OWN_SCORE, params).scalar_one_or_none()
+    stmt = select(Score).where(
+        Score.response_id == response_id,
+        Score.evaluator_id == evaluator_id,
+        Score.annotator_key == annotator_id,
+        Score.sample == 0,
+    )
+    return session.execute(stmt).scalar_one_or_none()
 
 
 def answer_target(

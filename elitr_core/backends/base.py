@@ -69,6 +69,16 @@ class MultiTurnPlan:
     previous_answers: Sequence[str] = ()
     cache_key: str | None = None
 
+    def resumed_messages(self) -> list[Message]:
+        """``history`` followed by the turns already answered (a resumed run), as messages."""
+        messages = list(self.history)
+        for turn, answer in zip(self.user_turns, self.previous_answers, strict=False):
+            messages += [
+                {"role": "user", "content": turn},
+                {"role": "assistant", "content": answer},
+            ]
+        return messages
+
 
 @dataclass
 class Completion:
@@ -150,12 +160,7 @@ class Backend(abc.ABC):
         they go into the history unchanged and are not asked again. Returns completions for
         the remaining turns; ``on_result`` gets the turn index.
         """
-        messages = list(history)
-        for turn, answer in zip(user_turns, previous_answers, strict=False):
-            messages += [
-                {"role": "user", "content": turn},
-                {"role": "assistant", "content": answer},
-            ]
+        messages = MultiTurnPlan(history, user_turns, previous_answers).resumed_messages()
         completions: list[Completion] = []
         for index in range(len(previous_answers), len(user_turns)):
             messages.append({"role": "user", "content": user_turns[index]})

@@ -379,13 +379,8 @@ class HFBackend(Backend):
                     f"{len(plan.previous_answers)} previous answers for {len(plan.user_turns)} "
                     "user turns: a resumed conversation cannot have more answers than questions."
                 )
-            messages = list(plan.history)
-            for turn, answer in zip(plan.user_turns, plan.previous_answers, strict=False):
-                messages.append({"role": "user", "content": turn})
-                messages.append({"role": "assistant", "content": answer})
-            conversations.append(
-                Conversation(index, messages, plan.user_turns, len(plan.previous_answers))
-            )
+            conversations.append(Conversation(
+                index, plan.resumed_messages(), plan.user_turns, len(plan.previous_answers)))
         results: list[list[Completion]] = [[] for _ in plans]
 
         def record(plan: int, turn: int, completion: Completion) -> None:

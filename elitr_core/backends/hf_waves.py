@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -114,13 +115,9 @@ def decode_wave(
         suffixes, [shared[row.group] for row in wave], backend._pad_id, backend.device
     )
     with shared_attention(backend):
-        logits = shared_forward(backend, batch, ids, valid, positions)
+        logits = shared_forward(backend, batch, ids, positions, valid)
         backend.peak_kv_bytes = max(backend.peak_kv_bytes, batch.kv_bytes())
-
-        def step(feed: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
-            ones = torch.ones_like(feed, dtype=torch.bool)
-            return shared_forward(backend, batch, feed, ones, at)
-
+        step = partial(shared_forward, backend, batch)
         decode_rows(step, batch.select, wave, logits, decoding, backend._eos_ids, finish)
 
 
@@ -128,15 +125,16 @@ def shared_forward(
     backend: HFBackend,
     batch: SharedPrefixBatch,
     input_ids: torch.Tensor,
-    valid: torch.Tensor,
     position_ids: torch.Tensor,
+    valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One forward of the rows in ``batch`` on new tokens; last-position logits.
+    """One forward of the rows in ``batch`` on new tokens (``valid``: False on pads; None: no
+    pads, as in a decode step); last-position logits.
 
     Runs inside :func:`shared_attention` (switching the attention per forward cost about
     1 ms a step for 32 layers).
     """
-    batch.begin(valid)
+    batch.begin(valid if valid is not None else torch.ones_like(input_ids, dtype=torch.bool))
     output = backend.model(
         input_ids=input_ids,
         position_ids=position_ids,
@@ -241,9 +239,7 @@ def _one_round(
         batch.select(kept)
         current[:] = [current[i] for i in kept.tolist()]
 
-    def step(feed: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
-        return shared_forward(backend, batch, feed, torch.ones_like(feed, dtype=torch.bool), at)
-
     with shared_attention(backend):
-        logits = shared_forward(backend, batch, ids, valid, positions)
+        logits = shared_forward(backend, batch, ids, positions, valid)
+        step = partial(shared_forward, backend, batch)
         decode_rows(step, select, rows, logits, decoding, backend._eos_ids, finish)

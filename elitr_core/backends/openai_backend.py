@@ -287,9 +287,7 @@ class OpenAIBackend(Backend):
 
             async def converse(index: int) -> None:
                 plan = plans[index]
-                messages = list(plan.history)
-                for asked, answer in zip(plan.user_turns, plan.previous_answers, strict=False):
-                    messages += [_message("user", asked), _message("assistant", answer)]
+                messages = plan.resumed_messages()
                 for turn in range(len(plan.previous_answers), len(plan.user_turns)):
                     messages.append(_message("user", plan.user_turns[turn]))
                     completion = await session.request(list(messages), decoding, plan.cache_key)

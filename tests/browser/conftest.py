@@ -104,6 +104,7 @@ def browser(tmp_path: Path) -> Iterator[object]:
 @pytest.fixture
 def wait_for_text() -> Callable[..., None]:
     """Wait until the page body contains every given text."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -112,7 +113,10 @@ def wait_for_text() -> Callable[..., None]:
             body = d.find_element(By.TAG_NAME, "body").text  # type: ignore[attr-defined]
             return all(t in body for t in texts)
 
-        WebDriverWait(driver, timeout).until(ready)
+        # a body read while the page is replaced (the login's redirect through /session/start)
+        # is stale: look again, as for a text not shown yet
+        WebDriverWait(driver, timeout,
+                      ignored_exceptions=(StaleElementReferenceException,)).until(ready)
 
     return wait
 

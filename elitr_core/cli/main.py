@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from elitr_core.cli import annotation, data, export, runs
+from elitr_core.cli import annotation, data, export, runs, startup
 from elitr_core.errors import UserError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -38,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler
+    startup.starting()
     try:
         return handler(args)
     except UserError as exc:
@@ -49,3 +50,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    finally:
+        startup.started()

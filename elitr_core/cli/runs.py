@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any
 
+from elitr_core.cli import startup
 from elitr_core.cli.options import db_option
 from elitr_core.errors import UserError
 from elitr_core.passes.records import DEFAULT_SEED
@@ -235,6 +236,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     _setup_logging(args.log)
     engine = open_database(args.db)
     backend = _backend(args, args.model)
+    startup.started()
     try:
         report = generate_run(engine, spec, backend, progress=TqdmProgress("answer"))
     finally:
@@ -251,6 +253,7 @@ def _judge_pass(args: argparse.Namespace, run: Any, spec: Any, unit: str) -> int
     _setup_logging(args.log)
     engine = open_database(args.db)
     backend = _backend(args, args.judge_model)
+    startup.started()
     try:
         report = run(engine, spec, backend, progress=TqdmProgress(unit))
     finally:

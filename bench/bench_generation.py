@@ -50,6 +50,7 @@ from bench.generation_floor import render as render_floor  # noqa: E402
 from db.engine import session_scope  # noqa: E402
 from db.models import Meeting, Response  # noqa: E402
 from elitr_core.backends.base import DecodingConfig  # noqa: E402
+from elitr_core.backends.hf_memory import TokenBytes  # noqa: E402
 from elitr_core.backends.registry import get_backend  # noqa: E402
 from elitr_core.data.database import open_database  # noqa: E402
 from elitr_core.data.importers import import_bundled  # noqa: E402
@@ -288,13 +289,6 @@ def shapes(tokenizer: Any, work: list[MeetingWork]) -> list[MeetingShape]:
     return out
 
 
-def kv_per_token(model: Any) -> int:
-    config = model.config
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    size = next(model.parameters()).element_size()
-    return 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * size
-
-
 def one_meeting_kv(backend: Any, meeting: MeetingWork, max_new: int) -> dict[str, int]:
     """Peak KV bytes held for one meeting's questions decoded as one batch, three ways.
 
@@ -305,7 +299,7 @@ def one_meeting_kv(backend: Any, meeting: MeetingWork, max_new: int) -> dict[str
     backend.generate([single_turn_messages(meeting.transcript, q.text)
                       for q in meeting.questions], DecodingConfig(max_new_tokens=max_new))
     longest = max(map(len, prompts_of(backend.tokenizer, meeting)))
-    per_token = kv_per_token(backend.model)
+    per_token = TokenBytes.of(backend.model.config, backend.dtype).kv
     return {"ours": backend.peak_kv_bytes,
             "copies": len(meeting.questions) * (longest + max_new) * per_token,
             "reference": (longest + max_new) * per_token}

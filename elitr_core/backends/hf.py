@@ -2,12 +2,13 @@
 
 Single-turn: the questions of one meeting share a long prompt head (instruction + transcript).
 Its longest common *token* prefix is prefilled once into a batch-1 ``DynamicCache`` and never
-copied; the questions of all meetings are then decoded together (``batch_size`` rows at a
-time), each row holding only its suffix and answer, and attending its meeting's prefix through
-:mod:`~elitr_core.backends.shared_prefix`. Multi-turn: each conversation's cache of
-``history + answer`` is carried to the next turn, only the tokens the chat template adds are
-prefilled, and the current turns of all meetings' conversations are decoded together. Both
-give, in float32, the greedy output of plain per-conversation ``model.generate``.
+copied; the questions of all meetings are then decoded together (as many rows at a time as
+free memory holds, or ``batch_size``), each row holding only its suffix and answer, and
+attending its meeting's prefix through :mod:`~elitr_core.backends.shared_prefix`. Multi-turn:
+each conversation's cache of ``history + answer`` is carried to the next turn, only the tokens
+the chat template adds are prefilled, and the current turns of all meetings' conversations
+are decoded together. Both give, in float32, the greedy output of plain per-conversation
+``model.generate``.
 
 This module imports torch and transformers at the top: nothing else in ``elitr_core`` may
 import it at import time (load it lazily when the ``hf`` backend is chosen).
@@ -52,6 +53,7 @@ from elitr_core.backends.hf_cache import (
     resolve_dtype,
     truncate_tokens,
 )
+from elitr_core.backends.hf_memory import PlannedRow, TokenBytes, memory_budget, plan_waves
 from elitr_core.backends.hf_waves import Conversation, decode_conversations, decode_groups
 from elitr_core.errors import UserError
 
@@ -73,8 +75,10 @@ class HFBackend(Backend):
         ``"sdpa"`` (default), ``"eager"``, ``"flash_attention_2"`` or ``"auto"``; FlashAttention
         is used only when the ``flash_attn`` package is importable, otherwise SDPA.
     batch_size
-        Questions decoded together, across meetings. Each row holds only its question and
-        answer tokens; every meeting's transcript is held once.
+        Questions decoded together, across meetings. Default ``None``: as many as the
+        device's free memory holds (:mod:`~elitr_core.backends.hf_memory`), so a split's
+        questions usually go in one wave. Each row holds only its question and answer tokens;
+        every meeting's transcript is held once.
     use_chat_template
         Render conversations with the tokenizer's chat template (when it has one). Without
         one, the prompt is the messages' contents joined with newlines (system, user and
@@ -97,12 +101,12 @@ class HFBackend(Backend):
         device: str | None = None,
         dtype: str | torch.dtype | None = None,
         attn_implementation: str = "sdpa",
-        batch_size: int = 64,
+        batch_size: int | None = None,
         use_chat_template: bool = True,
         max_context: int | None = None,
         truncation: str | None = None,
     ) -> None:
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}.")
         if truncation is not None and truncation not in TRUNCATION_POLICIES:
             raise UserError(
@@ -124,6 +128,7 @@ class HFBackend(Backend):
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
         self._pad_id = pad_token_id(self.tokenizer)
         self._reuse_ok = full_attention_only(self.model.config)
+        self._token_bytes = TokenBytes.of(self.model.config, self.dtype)
         self._stored: tuple[str, list[int], DynamicCache] | None = None
         self.truncated_prompts = 0
         self.peak_kv_bytes = 0  # largest KV cache one batch of rows held (benchmarks read it)
@@ -168,7 +173,7 @@ class HFBackend(Backend):
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": str(self.device),
             "attn_implementation": self.attn_implementation,
-            "batch_size": self.batch_size,
+            "batch_size": self.batch_size if self.batch_size is not None else "memory",
             "chat_template": self._templated,
             "max_context": self.max_context,
             "truncation": self.truncation,
@@ -321,7 +326,7 @@ class HFBackend(Backend):
     ) -> list[list[Completion]]:
         """Decode the conversations of every group together, each group's prefix held once.
 
-        Rows are taken ``batch_size`` at a time in input order, across groups. Sampling uses
+        Rows are taken in input order, across groups, in :meth:`waves`. Sampling uses
         one generator per conversation seeded from ``(decoding.seed, position)``, the position
         counted over all groups of the call, so answers do not depend on ``batch_size``.
         Models with sliding-window layers (where a shared cache is not exact) answer one
@@ -349,6 +354,14 @@ class HFBackend(Backend):
             else:
                 decode_groups(self, groups, prompts, rows, decoding, finish)
         return [[c for c in group if c is not None] for group in results]
+
+    def waves(self, rows: Sequence[PlannedRow], max_new_tokens: int) -> list[range]:
+        """The rows decoded together: ``batch_size`` at a time, or as many as memory holds."""
+        if self.batch_size is not None:
+            size = self.batch_size
+            return [range(start, min(start + size, len(rows)))
+                    for start in range(0, len(rows), size)]
+        return plan_waves(rows, max_new_tokens, self._token_bytes, memory_budget(self.device))
 
     def _row(
         self, index: int, prompt: list[int], decoding: DecodingConfig, cached: int

@@ -4,8 +4,9 @@ Each group's (meeting's) shared token prefix is prefilled once into a batch-1 ca
 from the backend's last call with the same ``cache_key``); a
 :class:`~elitr_core.backends.shared_prefix.SharedPrefixBatch` stacks the prefixes of a wave's
 groups, and the caches then keep views of that stack (so each prefix is held once). Rows are
-taken ``batch_size`` at a time in input order, across meetings; a prefix is dropped once no
-later row needs it.
+taken in input order, across meetings, in waves of ``batch_size`` rows or (by default) as many
+as free memory holds (:mod:`~elitr_core.backends.hf_memory`); a prefix is dropped once no later
+row needs it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from elitr_core.backends.hf_cache import (
     decode_rows,
     right_aligned_suffixes,
 )
+from elitr_core.backends.hf_memory import PlannedRow
 from elitr_core.backends.shared_prefix import ATTENTION_NAME, KeyValues, SharedPrefixBatch
 
 if TYPE_CHECKING:
@@ -41,13 +43,15 @@ def decode_groups(
     decoding: DecodingConfig,
     finish: Callable[[DecodingRow], None],
 ) -> None:
-    """Prefill each group's shared prefix once, then decode ``batch_size`` rows at a time."""
+    """Prefill each group's shared prefix once, then decode the rows wave by wave."""
     # At least one token per conversation stays out of the prefix: its logits start decoding.
     shared = [min(common_token_prefix(p), min(map(len, p)) - 1) if p else 0 for p in prompts]
     prefixes: dict[int, tuple[list[KeyValues], int]] = {}
     caches: dict[int, DynamicCache] = {}
-    for start in range(0, len(rows), backend.batch_size):
-        wave = rows[start : start + backend.batch_size]
+    planned = [PlannedRow(row.group, shared[row.group], len(row.prompt) - shared[row.group])
+               for row in rows]
+    for span in backend.waves(planned, decoding.max_new_tokens):
+        wave = rows[span.start : span.stop]
         for group in sorted({row.group for row in wave} - prefixes.keys()):
             prefix_ids = prompts[group][0][: shared[group]]
             cache, reused = backend._prefix_cache(prefix_ids, groups[group].cache_key)
@@ -59,7 +63,7 @@ def decode_groups(
         for row in wave:
             row.cached_tokens = prefixes[row.group][1]
         decode_wave(backend, wave, prefixes, caches, shared, decoding, finish)
-        later = {row.group for row in rows[start + backend.batch_size :]}
+        later = {row.group for row in rows[span.stop :]}
         for group in list(prefixes.keys() - later):
             del prefixes[group]
             caches.pop(group, None)
@@ -168,33 +172,41 @@ def decode_conversations(
 
     Each conversation keeps its own KV cache (prompt + answers so far) from turn to turn; in
     a round, every conversation's new tokens are prefilled after its cache and the answers
-    decoded as one batch (``batch_size`` conversations at a time). A finished row's new keys
-    and values are appended to its conversation's cache.
+    decoded together (in waves, as in :func:`decode_groups`). A finished row's new keys and
+    values are appended to its conversation's cache.
     """
     while active := [c for c in conversations if c.next_turn < len(c.turns)]:
-        for start in range(0, len(active), backend.batch_size):
-            _one_round(backend, active[start : start + backend.batch_size], decoding, on_result)
+        rows = [_next_turn(backend, conversation, decoding) for conversation in active]
+        planned = [PlannedRow(i, row.cached_tokens, len(row.prompt) - row.cached_tokens)
+                   for i, row in enumerate(rows)]
+        for span in backend.waves(planned, decoding.max_new_tokens):
+            _one_round(backend, active[span.start : span.stop], rows[span.start : span.stop],
+                       decoding, on_result)
+
+
+def _next_turn(backend: HFBackend, conversation: Conversation,
+               decoding: DecodingConfig) -> DecodingRow:
+    """Add the conversation's next question; its cache is cut to what the new prompt reuses."""
+    conversation.messages.append(
+        {"role": "user", "content": conversation.turns[conversation.next_turn]}
+    )
+    prompt = backend._prompt_ids(conversation.messages, decoding)
+    reused = min(common_token_prefix([conversation.cached_ids, prompt]), len(prompt) - 1)
+    conversation.layers = [(k[:, :, :reused], v[:, :, :reused]) for k, v in conversation.layers]
+    if reused == 0:
+        conversation.layers = []
+    return backend._row(conversation.next_turn, prompt, decoding, reused)
 
 
 def _one_round(
     backend: HFBackend,
     wave: list[Conversation],
+    rows: list[DecodingRow],
     decoding: DecodingConfig,
     on_result: Callable[[int, int, Completion], None],
 ) -> None:
-    rows = []
-    for slot, conversation in enumerate(wave):
-        conversation.messages.append(
-            {"role": "user", "content": conversation.turns[conversation.next_turn]}
-        )
-        prompt = backend._prompt_ids(conversation.messages, decoding)
-        reused = min(common_token_prefix([conversation.cached_ids, prompt]), len(prompt) - 1)
-        conversation.layers = [(k[:, :, :reused], v[:, :, :reused]) for k, v in conversation.layers]
-        if reused == 0:
-            conversation.layers = []
-        row = backend._row(conversation.next_turn, prompt, decoding, reused)
+    for slot, row in enumerate(rows):
         row.group, row.position = slot, slot
-        rows.append(row)
     batch = SharedPrefixBatch(
         [c.layers for c in wave],
         list(range(len(wave))),

@@ -58,7 +58,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="hf: cuda, cuda:1 or cpu (default: CUDA when available)")
     p.add_argument("--dtype", help="hf: bfloat16, float16 or float32 (default bf16 on CUDA)")
     p.add_argument("--batch-size", type=int, metavar="N",
-                   help="hf: questions decoded together, across meetings (default 64)")
+                   help="hf: questions decoded together, across meetings (default: as many as "
+                   "free memory holds)")
     p.add_argument("--base-url", metavar="URL",
                    help="openai: server URL ending in /v1 (default $OPENAI_BASE_URL or OpenAI)")
     p.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",

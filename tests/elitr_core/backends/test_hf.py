@@ -25,6 +25,7 @@ from elitr_core.backends.base import (
 )
 from elitr_core.backends.hf import HFBackend
 from elitr_core.backends.hf_cache import common_token_prefix, truncate_tokens
+from elitr_core.backends.hf_memory import wave_bytes
 from elitr_core.errors import UserError
 from tests.elitr_core.backends.tiny_model import WORDS, build_tiny_llama, synthetic_transcript
 
@@ -206,6 +207,43 @@ def test_meetings_decode_together_and_match_naive(
             assert completion.cached_tokens == shared > 100
 
 
+def test_default_waves_hold_what_free_memory_allows(
+    backend: HFBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No batch_size: with plenty of free memory both meetings' 8 questions go in one wave;
+    # with room for about three rows, in several waves. Answers are the same either way.
+    import elitr_core.backends.hf as hf
+
+    backend.batch_size = None
+    groups = [
+        ConversationGroup(
+            st_conversations(synthetic_transcript(lines, seed=seed), QUESTIONS[:4]), f"w{seed}"
+        )
+        for seed, lines in ((11, 22), (12, 28))
+    ]
+    planned: list[list[range]] = []
+    plan = backend.waves
+
+    def waves(rows: Any, max_new_tokens: int) -> list[range]:
+        planned.append(plan(rows, max_new_tokens))
+        if len(planned) == 1:  # the three-row budget of the second call
+            budget.append(wave_bytes(rows[:3], max_new_tokens, backend._token_bytes))
+        return planned[-1]
+
+    budget: list[int] = [1 << 60]
+    monkeypatch.setattr(backend, "waves", waves)
+    monkeypatch.setattr(hf, "memory_budget", lambda device: budget[-1])
+    together = backend.generate_many(groups, GREEDY)
+    apart = backend.generate_many(groups, GREEDY)
+    assert planned[0] == [range(0, 8)]
+    assert len(planned[1]) >= 3 and max(map(len, planned[1])) <= 3
+    assert [[c.text for c in g] for g in apart] == [[c.text for c in g] for g in together]
+    for group, completions in zip(groups, apart, strict=True):
+        for conversation, completion in zip(group.conversations, completions, strict=True):
+            prompt = reference_ids(backend, conversation)
+            assert_same_as_naive(completion, naive_generate(backend, prompt, GREEDY))
+
+
 def test_transcript_cache_is_held_once_not_per_row(backend: HFBackend, transcript: str) -> None:
     backend.batch_size, backend.peak_kv_bytes = 8, 0
     conversations = st_conversations(transcript, QUESTIONS)
@@ -274,8 +312,16 @@ def test_carried_cache_multi_turn_equals_naive(backend: HFBackend, transcript: s
         assert completion.cached_tokens >= previous.prompt_tokens
 
 
-def test_many_conversations_decode_together_and_match_naive(backend: HFBackend) -> None:
-    backend.batch_size = 8
+@pytest.mark.parametrize("batch_size", [8, None])
+def test_many_conversations_decode_together_and_match_naive(
+    backend: HFBackend, batch_size: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # None: waves planned from free memory, here made so small that each conversation's turn
+    # goes alone (its carried cache is still reused).
+    import elitr_core.backends.hf as hf
+
+    monkeypatch.setattr(hf, "memory_budget", lambda device: 1)
+    backend.batch_size = batch_size
     first = mt_turns(synthetic_transcript(25, seed=7))
     second = [PROMPT.format(transcript=synthetic_transcript(20, seed=9)) + QUESTIONS[2],
               *QUESTIONS[3:5], QUESTIONS[0]]

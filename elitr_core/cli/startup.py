@@ -2,10 +2,10 @@
 
 Start-up makes objects that live as long as the process (openai's ~700 pydantic models,
 SQLAlchemy's mappers, torch), and Python's collector, which runs every 700 new objects by
-default, scanned them again and again as they were made: about a fifth of a ``judge``
-command's time to its first request (``bench/bench_judge_start.py``). While a command starts,
-the collector's first generation waits for :data:`STARTUP_GC_THRESHOLD` new objects instead;
-the command calls :func:`started` once its imports are done (every command does on return).
+default, scanned them again and again as they were made: about a tenth of the CPU the
+imports of a ``judge`` command take (``bench/results/startup-2026-11-23.md``). While a command
+starts, the collector's first generation waits for :data:`STARTUP_GC_THRESHOLD` new objects
+instead; the command calls :func:`started` once its imports are done (every command does on return).
 """
 
 from __future__ import annotations

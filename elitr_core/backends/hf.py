@@ -16,6 +16,7 @@ import it at import time (load it lazily when the ``hf`` backend is chosen).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -357,11 +358,8 @@ class HFBackend(Backend):
 
     def waves(self, rows: Sequence[PlannedRow], max_new_tokens: int) -> list[range]:
         """The rows decoded together: ``batch_size`` at a time, or as many as memory holds."""
-        if self.batch_size is not None:
-            size = self.batch_size
-            return [range(start, min(start + size, len(rows)))
-                    for start in range(0, len(rows), size)]
-        return plan_waves(rows, max_new_tokens, self._token_bytes, memory_budget(self.device))
+        budget = sys.maxsize if self.batch_size is not None else memory_budget(self.device)
+        return plan_waves(rows, max_new_tokens, self._token_bytes, budget, self.batch_size)
 
     def _row(
         self, index: int, prompt: list[int], decoding: DecodingConfig, cached: int

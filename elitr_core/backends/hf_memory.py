@@ -18,9 +18,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 #: Share of the free memory a wave may plan for.
 CUDA_SHARE = 0.8
@@ -38,9 +41,9 @@ class TokenBytes:
     activations: int
 
     @classmethod
-    def of(cls, config: Any, dtype: torch.dtype) -> TokenBytes:
-        """From a transformers model config (its text part) and the weights' dtype."""
-        text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    def of(cls, config: PretrainedConfig, dtype: torch.dtype) -> TokenBytes:
+        """From a transformers model config (its text decoder's part) and the weights' dtype."""
+        text = config.get_text_config(decoder=True)
         heads = text.num_attention_heads
         kv_heads = getattr(text, "num_key_value_heads", None) or heads
         head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -30,6 +30,7 @@ from sqlmodel import Session
 
 _READERS: dict[tuple[Engine, bool], Engine] = {}  # (engine, one statement) -> reading engine
 _SQLITE_WRITERS: dict[str, threading.Lock] = {}
+_NO_LOCK = nullcontext()  # reusable: it holds no state
 
 
 def _reader(engine: Engine, *, one_statement: bool) -> Engine:
@@ -50,29 +51,26 @@ def reading(engine: Engine, *, one_statement: bool = False) -> Iterator[Session]
         yield session
 
 
-@contextmanager
-def writing(engine: Engine) -> Iterator[Session]:
+def writing(engine: Engine) -> AbstractContextManager[Session]:
     """One write transaction: commit on success, roll back on any error."""
-    with Session(engine, expire_on_commit=False) as session:
-        try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
+    return _committed(engine, _NO_LOCK)
 
 
-@contextmanager
-def queued_writing(engine: Engine) -> Iterator[Session]:
+def queued_writing(engine: Engine) -> AbstractContextManager[Session]:
     """:func:`writing`, queued behind this process's other writers on SQLite (a thread lock
     held from the first statement's BEGIN to the commit); the same as :func:`writing` on
     PostgreSQL. The session is built and closed outside the lock, so that the writers queue
     only for the database's own work."""
     if engine.dialect.name != "sqlite":
-        with writing(engine) as session:
-            yield session
-        return
-    lock = _SQLITE_WRITERS.setdefault(str(engine.url), threading.Lock())
+        return _committed(engine, _NO_LOCK)
+    return _committed(engine, _SQLITE_WRITERS.setdefault(str(engine.url), threading.Lock()))
+
+
+@contextmanager
+def _committed(engine: Engine, lock: AbstractContextManager[object]) -> Iterator[Session]:
+    """The body of :func:`writing` and :func:`queued_writing`: a session (built outside
+    ``lock``) whose work, done holding ``lock``, is committed, or rolled back on any error.
+    The functions return this directly, so a write runs no more Python or SQL than before."""
     with Session(engine, expire_on_commit=False) as session, lock:
         try:
             yield session

@@ -262,3 +262,32 @@ def test_the_annotation_path_on_both_databases(db_url: str) -> None:
         close_study(session, "s1")
     with pytest.raises(AccessDenied, match="closed"):
         submit(engine, entry, 0, 5)
+
+
+def test_a_submit_and_the_next_item_run_four_statements_on_postgresql(db_url: str) -> None:
+    """The annotation hot path's statements (bench/results/annotation-unit-of-work-*.md): on
+    PostgreSQL a submit is its target's SELECT, one WITH ... UPDATE and the queue's SELECT,
+    and the next item one SELECT; SQLite runs the same reads, its BEGINs and three writes."""
+    from sqlalchemy import event
+
+    build(db_url)
+    _create(db_url, per_item=1, meetings=("meeting_en_test2_901",), attention_rate=0.0)
+    engine = open_database(db_url)
+    entry = enter_with_token(engine, _annotator(db_url, "a1"))
+    item_view(engine, entry, 0)
+    seen: list[str] = []
+
+    def count(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        seen.append(statement.split(None, 1)[0].upper())
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        submit(engine, entry, 0, 7, seconds=1.0)
+        item_view(engine, entry, 1)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    if engine.dialect.name == "postgresql":
+        assert seen == ["SELECT", "WITH", "SELECT", "SELECT"]
+    else:
+        assert seen == ["BEGIN", "SELECT", "INSERT", "UPDATE", "UPDATE", "SELECT",
+                        "BEGIN", "SELECT"]

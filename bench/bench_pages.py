@@ -78,7 +78,8 @@ def _worker(root: str, repeat: int) -> None:
 _DONE_JS = """
 const app = document.querySelector('[data-test-script-state]');
 return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
-  && !document.querySelector('[data-testid="stSkeleton"], [data-testid="stSpinner"]')
+  && ![...document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stSpinner"]')]
+       .some(e => e.getClientRects().length > 0)
   && document.querySelectorAll('[data-testid="stMain"] h1').length > 0;"""
 
 

@@ -8,6 +8,7 @@ from elitr_core.data.database import reading
 from elitr_core.vocab import SETTING_LABELS
 from pages.auth_ui import RESEARCHER, require_role
 from pages.data import get_engine_or_stop
+from pages.preload import preload_elements
 from pages.tables import show_table
 from pages.text import plain
 
@@ -59,3 +60,5 @@ if not meeting_rows.empty:
         lambda present: "present" if present else "missing"
     )
 show_table(meeting_rows, key="home.meetings-table")
+
+preload_elements()  # last: the analysis pages' element code loads while Home is read

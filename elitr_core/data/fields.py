@@ -19,8 +19,11 @@ from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-# C0 controls except tab and newline (CR is normalised away first), DEL, lone surrogates
-_BAD_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
+#: Characters no stored text holds: C0 controls except tab, newline and carriage return (which
+#: ``clean_text`` normalises away first), DEL, and lone surrogates (not characters: neither
+#: SQLite nor PostgreSQL can encode them; PostgreSQL refuses NUL). Imported text holding one is
+#: refused; a model's output has them replaced (``data/model_text.py``).
+UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _ASCII_NAME = re.compile("[\x20-\x7e]*")
 # Default-ignorable code points that are not in category Cf (which is refused as a whole):
 # combining grapheme joiner, Hangul fillers, Mongolian/variation selectors, Khmer vowels.
@@ -84,7 +87,7 @@ def clean_text(value: Any) -> str:
         raise refuse("text_type", "should be a text")
     if "\r" in value:
         value = value.replace("\r\n", "\n").replace("\r", "\n")
-    bad = _BAD_TEXT.search(value)
+    bad = UNSTORABLE.search(value)
     if bad:
         raise refuse("text_control", f"holds the control character {_codepoint(bad.group())}"
                                      " at character " + str(bad.start() + 1) + ": remove it")

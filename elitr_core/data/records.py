@@ -19,7 +19,9 @@ exactly the same inputs:
   spelling the CSV export gives a name that a spreadsheet would run as a formula);
 - scores are finite numbers in ``vocab.SCORE_MIN..SCORE_MAX`` (a numeric string is accepted).
 
-The field checks themselves are pure functions in :mod:`elitr_core.data.fields`. A refusal
+The field checks themselves are pure functions in :mod:`elitr_core.data.fields`, the bounds
+read from the schema in :mod:`elitr_core.data.bounds`. Text a model or a server made is not
+refused: it is stored by the policy of :mod:`elitr_core.data.model_text`. A refusal
 raises :class:`DataFileError` with one line naming the place, the field, the value
 and what to do. :func:`check_score_rows` validates tidy scores-CSV rows in bulk (a few
 microseconds a row): the streaming importer calls it per batch.
@@ -32,12 +34,12 @@ from typing import Annotated, Any, NotRequired, get_args, get_origin
 
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
-from sqlalchemy import BigInteger, Integer, SmallInteger, String, TypeDecorator
 
 # pydantic needs typing_extensions' TypedDict before Python 3.12
 from typing_extensions import TypedDict, get_type_hints
 
 from db import models
+from elitr_core.data.bounds import MAX_TEXT_CHARS, integer_bounds, string_length
 from elitr_core.data.fields import (
     as_name,
     blank_as,
@@ -57,37 +59,6 @@ from elitr_core.vocab import (
     SETTINGS,
     SPLITS,
 )
-
-#: Longest text stored in a ``Text`` column (question, reference, response, transcript); the
-#: bundled data's longest is under 3,000 characters, a meeting transcript under 300,000.
-MAX_TEXT_CHARS = 2_000_000
-_INT_BITS = {SmallInteger: 16, Integer: 32, BigInteger: 64}
-# ---------------------------------------------------------------------------------------------
-# Bounds from the schema
-
-
-def _column_type(table: type[Any], column: str) -> Any:
-    sa_type = table.__table__.c[column].type  # SQLModel tables carry their SQLAlchemy Table
-    # SQLModel's AutoString is a TypeDecorator around String(length)
-    return sa_type.impl if isinstance(sa_type, TypeDecorator) else sa_type
-
-
-def integer_bounds(table: type[Any], column: str) -> tuple[int, int]:
-    """The range an integer column holds on both backends (PostgreSQL's width: SQLite's
-    INTEGER is always 64 bits)."""
-    sa_type = _column_type(table, column)
-    bits = next((b for t, b in _INT_BITS.items() if type(sa_type) is t), None)
-    if bits is None:
-        bits = 64 if isinstance(sa_type, BigInteger) else 32
-    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-
-
-def string_length(table: type[Any], column: str) -> int:
-    """The most characters a string column holds (``MAX_TEXT_CHARS`` for ``Text``)."""
-    sa_type = _column_type(table, column)
-    length = getattr(sa_type, "length", None) if isinstance(sa_type, String) else None
-    return int(length) if length else MAX_TEXT_CHARS
-
 
 # ---------------------------------------------------------------------------------------------
 # Field types, bounds read from the tables

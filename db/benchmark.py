@@ -5,7 +5,7 @@ with the rows (which questions a task asks, when a run is done) stays in the cor
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from sqlalchemy import func
@@ -80,10 +80,11 @@ def run_by_id(*, session: Session, run_id: int) -> Run | None:
     return session.get(Run, run_id)
 
 
-def run_answers(*, session: Session, run_id: int) -> dict[int, str]:
-    """Question id -> stored answer text of a run."""
-    stmt = select(Response.question_id, Response.text).where(Response.run_id == run_id)
-    return {qid: text for qid, text in session.exec(stmt)}
+def run_answers(*, session: Session, run_id: int) -> dict[int, tuple[str, Mapping[str, Any]]]:
+    """Question id -> (stored answer text, its metadata) of a run."""
+    stmt = select(Response.question_id, Response.text, Response.meta).where(
+        Response.run_id == run_id)
+    return {qid: (text, meta) for qid, text, meta in session.exec(stmt)}
 
 
 def response_count(*, session: Session, run_id: int) -> int:

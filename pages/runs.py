@@ -86,6 +86,9 @@ def show_status(engine: object) -> bool:
         st.info("No judge pass yet: start one below or with `python -m elitr_core judge`.")
     else:
         show_table(judges, key="runs.judges-table", column_config={"progress": progress})
+    altered = run_status.altered_line(runs.to_dict("records"), judges.to_dict("records"))
+    if altered:
+        st.caption(plain(altered))
     st.metric("Unparsable judgments", f"{len(unparsed):,}")
     if not unparsed.empty:
         st.caption("Stored unscored with the parser's reason; the next `judge` pass retries "

@@ -38,7 +38,9 @@ ECHO_WORDS = 6
 def _digest(*parts: object) -> int:
     """A stable 64-bit integer from ``parts`` (``hash()`` is salted per process)."""
     text = "\x1f".join(str(part) for part in parts)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    # surrogatepass: a prompt may quote a model's lone surrogate (CREAM's key facts)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8],
+                          "big")
 
 
 def _last_user(messages: list[Message]) -> str:

@@ -16,6 +16,9 @@ Server notes
 - ``prompt_cache_key`` (an OpenAI API routing hint) is sent to api.openai.com; to other servers
   only when ``send_prompt_cache_key=True``. A server that answers 400 to it gets the request again
   without the key, and the backend stops sending it for the rest of its life.
+- A server may answer with a lone surrogate (the JSON escape ``"\\ud800"`` alone), which no
+  UTF-8 request can carry back: a multi-turn conversation sends U+FFFD in its place in the
+  next turns' history (the answer itself is returned as the server wrote it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import email.utils
 import logging
 import os
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -60,6 +64,7 @@ _ADVICE = {
 }
 
 T = TypeVar("T")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def public_url(url: str) -> str:
     """``url`` without user, password, query or fragment (safe to store and print)."""
@@ -248,7 +253,7 @@ class OpenAIBackend(Backend):
     ) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": [_sendable(message) for message in messages],
             "max_tokens": decoding.max_new_tokens,
             "temperature": decoding.temperature,
             "top_p": decoding.top_p,
@@ -358,6 +363,15 @@ class _Session:
                 logger.warning("server rejects prompt_cache_key; no longer sending it")
                 self.backend.send_prompt_cache_key = False
             return response
+
+
+def _sendable(message: Message) -> Message:
+    """``message`` with U+FFFD for each lone surrogate (the client encodes UTF-8, which has no
+    surrogates: the request would fail before leaving)."""
+    content = message.get("content", "")
+    if _SURROGATE.search(content) is None:
+        return message
+    return {**message, "content": _SURROGATE.sub("\ufffd", content)}
 
 
 def _completion(response: Any, attempts: int) -> Completion:

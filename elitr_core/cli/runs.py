@@ -262,7 +262,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         report = generate_run(engine, spec, backend, progress=TqdmProgress("answer"))
     finally:
         _close(backend, args.log)
-    print(report.summary())
+    for line in (report.summary(), report.altered_line()):
+        if line:
+            print(line)
     return 0
 
 
@@ -279,7 +281,9 @@ def _judge_pass(args: argparse.Namespace, run: Any, spec: Any, unit: str) -> int
         report = run(engine, spec, backend, progress=TqdmProgress(unit))
     finally:
         _close(backend, args.log)
-    print(report.summary())
+    for line in (report.summary(), report.altered_line()):
+        if line:
+            print(line)
     return 0
 
 

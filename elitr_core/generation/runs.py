@@ -21,16 +21,17 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import benchmark as bq
 from db import crud
-from db.models import Meeting, QuestionTranslation, utcnow
+from db.models import Meeting, QuestionTranslation, Response, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation, DecodingConfig
+from elitr_core.data.model_text import as_generated, storable_row
 from elitr_core.data.summaries import SUMMARY_REQUEST, SUMMARY_TYPE, ensure_summary_questions
 from elitr_core.errors import UserError
 from elitr_core.generation.retrieval import (
@@ -182,6 +183,8 @@ Writer = Callable[[QuestionItem, Completion, dict[str, Any]], None]
 class GenerationReport(PassReport):
     """What a generation call did (``written``: answers stored by this call)."""
 
+    outputs: ClassVar[str] = "answer(s)"
+
     run_id: int = 0
     label: str = ""
 
@@ -319,9 +322,11 @@ def _expected_questions(session: Session, spec: GenerationSpec, meetings: list[s
 
 
 def stored_answers(engine: Engine, run_id: int) -> dict[int, str]:
-    """Question id -> stored answer text of a run."""
+    """Question id -> stored answer of a run, as its model generated it (the original an
+    answer altered by the storage policy kept: ``model_text.as_generated``)."""
     with writing(engine) as session:
-        return bq.run_answers(session=session, run_id=run_id)
+        stored = bq.run_answers(session=session, run_id=run_id)
+    return {qid: as_generated(text, meta) for qid, (text, meta) in stored.items()}
 
 
 def _store_answers(session: Session, rows: list[dict[str, Any]]) -> None:
@@ -353,8 +358,14 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
                               writer=writer)
 
     def write(item: QuestionItem, completion: Completion, extra: dict[str, Any]) -> None:
-        writer.put({"run_id": run_id, "question_id": item.question_id, "text": completion.text,
-                    "meta": completion_meta(completion, **extra), "created_at": utcnow()})
+        # the storage policy of model text: unstorable characters replaced, cut to the column
+        stored = storable_row(Response, {
+            "run_id": run_id, "question_id": item.question_id, "text": completion.text,
+            "meta": completion_meta(completion, **extra), "created_at": utcnow()})
+        if stored.altered:
+            stored.values["meta"]["altered"] = stored.note(completion.text)
+            report.altered += 1
+        writer.put(stored.values)
         lifecycle.stored()
 
     with lifecycle.running(report.label):

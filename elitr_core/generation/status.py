@@ -18,11 +18,14 @@ from db.benchmark import run_by_id
 from db.models import NO_SEED
 from db.pairwise import pairwise_rows
 from db.queries import ScoreFilter
+from elitr_core.data.model_text import IN_WORDS
 from elitr_core.generation.jobs import process_alive
 from elitr_core.passes.records import usage_totals
 
 #: Characters of a judge's output shown in the unparsed list.
 RAW_PREVIEW = 300
+#: Runs and judges named in the line about altered outputs (the tables show every count).
+ALTERED_NAMED = 5
 
 
 def _state(status: str, process: dict[str, Any] | None) -> str:
@@ -53,11 +56,28 @@ def generation_runs(session: Session, *, include_imported: bool = False) -> list
             "done": done, "questions": expected,
             "progress": done / expected if expected else 1.0,
             **usage_totals(metas[run.id]),
+            # answers the storage policy of model text changed (data/model_text.py)
+            "altered": sum(1 for meta in metas[run.id] if meta.get("altered")),
             "failures": len(failures),
             "last_error": failures[-1]["error"] if failures else "",
             "started_at": config.get("started_at"), "finished_at": config.get("finished_at"),
         })
     return rows
+
+
+def altered_line(runs: list[dict[str, Any]], judges: list[dict[str, Any]]) -> str:
+    """One line saying how many stored outputs the storage policy of model text altered, and
+    where ("" when none was)."""
+    where = [f"{row['altered']:,} answer(s) of run #{row['run']}" for row in runs
+             if row.get("altered")]
+    where += [f"{row['altered']:,} output(s) of judge {row['evaluator']}" for row in judges
+              if row.get("altered")]
+    if not where:
+        return ""
+    if len(where) > ALTERED_NAMED:
+        where = [*where[:ALTERED_NAMED], f"{len(where) - ALTERED_NAMED} more"]
+    return f"Stored altered by the storage policy for model text ({IN_WORDS}): " + \
+        "; ".join(where) + "."
 
 
 def run_config(session: Session, run_id: int) -> dict[str, Any]:
@@ -95,6 +115,7 @@ def judge_passes(session: Session) -> list[dict[str, Any]]:
             "passes": len(passes),
             "prompt_tokens": usage.get("prompt_tokens", 0),
             "completion_tokens": usage.get("completion_tokens", 0),
+            "altered": sum(p.get("altered", 0) for p in passes),
             "failures": len(failures),
             "last_error": failures[-1]["error"] if failures else "",
             "started_at": last.get("started_at"), "finished_at": last.get("finished_at"),

@@ -14,17 +14,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import crud
 from db.benchmark import evaluator_by_id
-from db.models import utcnow
+from db.models import PairwiseJudgment, utcnow
 from db.pairwise import upsert_pairwise
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation, Message
+from elitr_core.data.model_text import storable_row
 from elitr_core.errors import UserError
 from elitr_core.judging.pairs import PairItem, PairwiseSpec, collect_pair_items
 from elitr_core.judging.pairwise_parser import parse_alignment, parse_battle, parse_key_facts
@@ -49,6 +50,8 @@ _FROM_SHOWN = {("ab", "A"): "a", ("ab", "B"): "b", ("ba", "A"): "b", ("ba", "B")
 @dataclass
 class PairwiseReport(PassReport):
     """What a pairwise pass did (``total``: judgments scheduled; ``calls``: judge calls)."""
+
+    outputs: ClassVar[str] = "judge output(s)"
 
     evaluator: str = ""
     calls: int = 0
@@ -101,20 +104,25 @@ class _Recorder:
 
     def __init__(self, engine: Engine, evaluator_id: int, report: PairwiseReport) -> None:
         self.evaluator_id, self.report = evaluator_id, report
+        self.altered: set[tuple[int, int, str, int]] = set()
         self.last_flush = time.monotonic()
         self.writer = BatchWriter(engine, self._write_batch, name="pairwise-writer")
 
     def store(self, item: PairItem, values: dict[str, Any]) -> None:
-        """Queue one judgment (a step's result, or the final one: see ``final``)."""
-        reason = values.get("reason")
-        self.writer.put({
+        """Queue one judgment (a step's result, or the final one: see ``final``); count it
+        once in ``altered`` when the storage policy of model text changed it (its outputs,
+        key facts or reason)."""
+        stored = storable_row(PairwiseJudgment, {
             "evaluator_id": self.evaluator_id, "response_a_id": item.response_a_id,
             "response_b_id": item.response_b_id, "order": item.order, "sample": item.sample,
             "verdict": None, "completeness_a": None, "completeness_b": None,
             "conciseness_a": None, "conciseness_b": None, "key_facts": None, "support": None,
-            "raw": None, "raw_facts": None, **values,
-            "reason": None if reason is None else str(reason)[:500],
+            "raw": None, "raw_facts": None, "reason": None, **values,
             "created_at": utcnow(), "updated_at": utcnow()})
+        if stored.altered:  # CREAM stores a judgment twice (key facts, then alignment)
+            self.altered.add((item.response_a_id, item.response_b_id, item.order, item.sample))
+            self.report.altered = len(self.altered)
+        self.writer.put(stored.values)
 
     def _write_batch(self, session: Session, rows: list[dict[str, Any]]) -> None:
         upsert_pairwise(session=session, rows=rows)
@@ -128,8 +136,8 @@ class _Recorder:
         r = self.report
         return record_pass(session, self.evaluator_id,
                            {"todo": r.total - r.skipped, "done": r.asked, "ok": r.ok,
-                            "unparsed": r.unparsed, "calls": r.calls, "usage": dict(r.usage)},
-                           status, error)
+                            "unparsed": r.unparsed, "altered": r.altered, "calls": r.calls,
+                            "usage": dict(r.usage)}, status, error)
 
 
 Store = Callable[[PairItem, dict[str, Any]], None]

@@ -15,19 +15,17 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import benchmark as bq
 from db import crud
-from db.models import (
-    NO_SEED,
-    utcnow,
-)
+from db.models import NO_SEED, Score, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
+from elitr_core.data.model_text import storable_row
 from elitr_core.data.summaries import SUMMARY_TYPE
 from elitr_core.errors import UserError
 from elitr_core.judging.parser import parse_judgment
@@ -107,6 +105,8 @@ class JudgeItem:
 @dataclass
 class JudgeReport(PassReport):
     """What a judge pass did (``total``: items in all; ``asked``: judgments asked now)."""
+
+    outputs: ClassVar[str] = "judge output(s)"
 
     evaluator: str = ""
     ok: int = 0
@@ -201,17 +201,20 @@ class _PassRecorder:
         self.writer = BatchWriter(engine, self._write_batch, name="judge-writer")
 
     def write(self, item: JudgeItem, completion: Completion) -> None:
-        result = parse_judgment(completion.text, self.spec.style)
+        result = parse_judgment(completion.text, self.spec.style)  # the output as generated
         report = self.report
         report.ok += result.ok
         report.unparsed += not result.ok
-        self.writer.put({
+        # the storage policy of model text: the output and the reason quoting it, storable
+        stored = storable_row(Score, {
             "response_id": item.response_id, "evaluator_id": self.evaluator_id,
             "annotator_id": None, "annotator_key": 0, "sample": item.sample,
             "value": result.score, "status": "ok" if result.ok else "unparsed",
-            "reason": None if result.reason is None else result.reason[:500],
-            "raw": completion.text, "created_at": utcnow(), "updated_at": utcnow(),
+            "reason": result.reason, "raw": completion.text, "created_at": utcnow(),
+            "updated_at": utcnow(),
         })
+        report.altered += stored.altered
+        self.writer.put(stored.values)
 
     def _write_batch(self, session: Session, rows: list[dict[str, Any]]) -> None:
         crud.upsert_judgments(session=session, rows=rows)
@@ -229,7 +232,8 @@ class _PassRecorder:
         r = self.report
         return record_pass(session, self.evaluator_id,
                            {"todo": r.total - r.skipped, "done": r.asked, "ok": r.ok,
-                            "unparsed": r.unparsed, "usage": dict(r.usage)}, status, error)
+                            "unparsed": r.unparsed, "altered": r.altered,
+                            "usage": dict(r.usage)}, status, error)
 
 
 def judge_run(engine: Engine, spec: JudgeSpec, backend: Backend, *,

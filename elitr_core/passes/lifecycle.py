@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation, DecodingConfig
+from elitr_core.data.model_text import IN_WORDS
 from elitr_core.passes.records import Progress
 from elitr_core.passes.writer import BatchWriter
 
@@ -38,7 +39,8 @@ Item = TypeVar("Item")
 
 @dataclass
 class PassReport:
-    """What a pass did: items in all, already stored, asked now, time, tokens, final status."""
+    """What a pass did: items in all, already stored, asked now, time, tokens, final status,
+    and ``altered``: outputs stored altered by the storage policy (``data/model_text.py``)."""
 
     total: int = 0
     skipped: int = 0
@@ -46,6 +48,9 @@ class PassReport:
     seconds: float = 0.0
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     status: str = "running"
+    altered: int = 0
+    #: What the pass's outputs are called in its lines ("answer(s)", "judge output(s)").
+    outputs: ClassVar[str] = "output(s)"
 
     def add_usage(self, completion: Any) -> None:
         """Add one completion's reported token counts (a backend may report none)."""
@@ -56,6 +61,13 @@ class PassReport:
     def tokens(self) -> str:
         """``"1,234 prompt, 56 completion, 0 cached"`` for the summary lines."""
         return ", ".join(f"{v:,} {k.removesuffix('_tokens')}" for k, v in self.usage.items())
+
+    def altered_line(self) -> str:
+        """The CLI's one line about outputs stored altered ("" when none was)."""
+        if not self.altered:
+            return ""
+        return (f"{self.altered:,} {self.outputs} stored altered by the storage policy for "
+                f"model text ({IN_WORDS})")
 
 
 class ResumablePass:

@@ -19,6 +19,8 @@ from typing import Any, Protocol
 DEFAULT_SEED = 2023
 #: Failures kept per run or judge (the oldest are dropped).
 MAX_FAILURES = 20
+#: Characters of a failure's message kept.
+MAX_ERROR_CHARS = 500
 #: Packages whose versions are stored with each run (looked up without importing them).
 TRACKED_PACKAGES: tuple[str, ...] = ("openai", "torch", "transformers", "tokenizers", "vllm")
 
@@ -103,11 +105,20 @@ def process_info() -> dict[str, Any]:
 def with_failure(
     failures: list[dict[str, Any]] | None, error: BaseException
 ) -> list[dict[str, Any]]:
-    """``failures`` plus one entry for ``error`` (time and one-line message), capped."""
+    """``failures`` plus one entry for ``error`` (time and one-line message), capped.
+
+    The message may quote a server (its error text): it is stored by the storage policy of
+    model text, within :data:`MAX_ERROR_CHARS` (a NUL kept in the JSON config would make
+    PostgreSQL refuse the config's next update, which compares it as ``jsonb``).
+    """
+    # here, not at the top: the CLI's parser reads DEFAULT_SEED and starts without SQLAlchemy
+    from elitr_core.data.model_text import storable
+
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if isinstance(error, KeyboardInterrupt):
         message = "interrupted (Ctrl-C or a stop signal); rerun the same command to resume"
-    entry = {"at": now_iso(), "error": message[:500], "type": type(error).__name__}
+    entry = {"at": now_iso(), "error": storable(message, MAX_ERROR_CHARS).text,
+             "type": type(error).__name__}
     return [*(failures or []), entry][-MAX_FAILURES:]
 
 

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
 
 from db.engine import get_engine
+from elitr_core.passes.records import NullProgress
 from tests.elitr_core.backends.tiny_model import synthetic_transcript
 
 MEETINGS = ("meeting_en_test2_001", "meeting_en_test2_002")  # 12 + 16 questions
+
+
+@dataclass
+class StopAfter(NullProgress):
+    """Raises KeyboardInterrupt once ``n`` answers are stored (a Ctrl-C mid-run)."""
+
+    n: int
+    count: int = 0
+
+    def advance(self, count: int = 1) -> None:
+        self.count += count
+        if self.count >= self.n:
+            raise KeyboardInterrupt
 
 
 def transcript_of(meeting: str, lines: int = 12) -> str:

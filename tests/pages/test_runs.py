@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.engine import get_engine
+from elitr_core.backends.base import Completion
 from elitr_core.backends.fake import FakeBackend
 from elitr_core.generation import jobs
 from elitr_core.generation.runs import GenerationSpec, generate_run
@@ -78,6 +81,24 @@ def test_runs_page_shows_progress_failures_and_unparsable(url: str) -> None:
     listed = app.dataframe[2].value
     assert len(listed) == unparsed and set(listed["reason"]) == {"no \\boxed{} score"}
     assert not app.error
+
+
+class NulFake(FakeBackend):
+    """The fake backend ending every answer with a NUL (stored as U+FFFD by the policy)."""
+
+    def _answer(self, conversation: Any, decoding: Any, cache_key: str | None) -> Completion:
+        completion = super()._answer(conversation, decoding, cache_key)
+        return replace(completion, text=completion.text + "\x00")
+
+
+def test_answers_altered_by_the_storage_policy_are_said_in_one_line(url: str) -> None:
+    report = generate_run(get_engine(url), spec("nul-model"), NulFake())
+    app = runs_page()
+    assert not app.exception
+    table = app.dataframe[0].value.set_index("model")
+    assert table.loc["nul-model", "altered"] == report.altered == 28
+    lines = [c.value for c in app.caption if "storage policy" in c.value]
+    assert len(lines) == 1 and lines[0].endswith(f"28 answer(s) of run #{report.run_id}.")
 
 
 def test_a_killed_process_shows_as_stopped(url: str) -> None:

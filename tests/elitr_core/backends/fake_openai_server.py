@@ -4,10 +4,12 @@ It serves ``POST /v1/chat/completions`` in OpenAI's JSON format from a ``Threadi
 running in a background thread (no extra packages), so the real ``openai`` client talks to it
 over real HTTP. Behaviour is scripted:
 
-- ``reply``: a function ``messages -> text`` (default: echo the last user message's first words);
+- ``reply``: a function ``messages -> text`` (default: echo the last user message's first words),
+  sent as its words joined by single spaces, or exactly as given with ``exact_reply`` (any
+  character, a NUL or a lone surrogate included: JSON writes them as escapes, ``"\\ud800"``);
 - ``failures``: the HTTP statuses the first attempts of each conversation get (for example
   ``[429, 500]``: attempt 1 gets 429, attempt 2 gets 500, attempt 3 succeeds), with an optional
-  ``Retry-After`` header on 429/503;
+  ``Retry-After`` header on 429/503, and ``error_message`` as the error's message;
 - ``latency``: seconds every request takes (or a function ``messages -> seconds``);
 - ``reject_params``: body fields the server refuses with a 400, like a strict server that does
   not know ``prompt_cache_key``;
@@ -74,7 +76,9 @@ class ServerScript:
     """What the server does; tests may change fields between calls."""
 
     reply: Reply = echo_reply
+    exact_reply: bool = False
     failures: Sequence[int] = ()
+    error_message: str | None = None
     retry_after: str | None = None
     latency: Latency = 0.0
     reject_params: frozenset[str] = frozenset()
@@ -277,16 +281,20 @@ class FakeOpenAIServer:
         if record.attempt <= len(script.failures):
             status = script.failures[record.attempt - 1]
             headers = {"Retry-After": script.retry_after} if script.retry_after else {}
-            return status, _error_payload(status, f"scripted failure {status}"), headers
+            message = script.error_message or f"scripted failure {status}"
+            return status, _error_payload(status, message), headers
         return 200, self._completion(record, hashes), {}
 
     def _completion(self, record: RequestRecord, hashes: list[str]) -> dict[str, Any]:
         messages = record.messages
-        words = self.script.reply(messages).split()
+        text = self.script.reply(messages)
+        words = text.split()
         max_tokens = record.body.get("max_tokens")
         finish = "stop"
         if isinstance(max_tokens, int) and len(words) > max_tokens:
             words, finish = words[:max_tokens], "length"
+        if finish == "length" or not self.script.exact_reply:
+            text = " ".join(words)
         tokens = _tokens(messages)
         with self.state.lock:
             self.state.cache.update(hashes)
@@ -300,7 +308,7 @@ class FakeOpenAIServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": " ".join(words)},
+                    "message": {"role": "assistant", "content": text},
                     "finish_reason": finish,
                 }
             ],

@@ -251,6 +251,18 @@ def test_a_resumed_conversation_goes_on_after_its_answers(server: FakeOpenAIServ
     assert [m["content"] for m in first] == ["transcript", "q0", "stored answer", "q1"]
 
 
+def test_an_answer_with_a_lone_surrogate_is_returned_whole_and_sent_back_as_u_fffd(
+        server: FakeOpenAIServer) -> None:
+    # a server may write "\\ud800" alone (JSON allows it); UTF-8 requests cannot carry it
+    server.script.reply = lambda msgs: f"said\x00 \ud800 to {msgs[-1]['content']}"
+    server.script.exact_reply = True
+    completions = collect(make_backend(server), [
+        Conversation([{"role": "system", "content": "transcript"}], ["q0", "q1"])], GREEDY)[0]
+    assert [c.text for c in completions] == ["said\x00 \ud800 to q0", "said\x00 \ud800 to q1"]
+    second = server.successful()[1].messages
+    assert second[2] == {"role": "assistant", "content": "said\x00 \ufffd to q0"}
+
+
 def test_generate_works_inside_a_running_event_loop(server: FakeOpenAIServer) -> None:
     backend = make_backend(server)
 

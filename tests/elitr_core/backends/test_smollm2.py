@@ -19,6 +19,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from elitr_core.backends.base import Message
 from elitr_core.cli.main import main
+from elitr_core.data.bounds import MAX_TEXT_CHARS
+from elitr_core.data.model_text import as_generated, storable
 from elitr_core.prompts.assembly import multi_turn_plan, single_turn_messages
 from tests.elitr_core.backends.smollm2 import smollm2_dir
 from tests.elitr_core.run_helpers import MEETINGS, questions, responses, rows, set_transcripts
@@ -49,13 +51,21 @@ def reference(tokenizer: Any, model: Any, messages: list[Message]) -> str:
 
 
 def generated(url: str, folder: Path, mode: str) -> dict[int, str]:
-    """Run ``generate --backend hf`` in ``mode``; question id -> stored answer."""
+    """Run ``generate --backend hf`` in ``mode``; question id -> the answer as the engine
+    decoded it. The storage policy of model text is a separate step (an answer holding a
+    control character is stored with U+FFFD and keeps its original in its metadata), so the
+    engine is compared through ``as_generated`` and the stored form checked against the
+    policy."""
     assert main(["generate", "--backend", "hf", "--model", "smollm2", "--model-path",
                  str(folder), "--device", "cpu", "--dtype", "float32", "--setting", "qa",
                  "--mode", mode, "--split", "test2", "--meetings", ",".join(MEETINGS),
                  "--max-new-tokens", str(NEW_TOKENS), "--db", url]) == 0
     (run_id,), = rows(url, "SELECT id FROM run WHERE model = 'smollm2' AND mode = :m", m=mode)
-    return {question: text for question, (text, _) in responses(url, run_id).items()}
+    answers = {}
+    for question, (text, meta) in responses(url, run_id).items():
+        answers[question] = as_generated(text, meta)
+        assert text == storable(answers[question], MAX_TEXT_CHARS).text
+    return answers
 
 
 def transcript(url: str, meeting: str) -> str:

@@ -15,7 +15,9 @@ from db.crud import upsert
 from db.models import NO_SEED, Evaluator, Question, Response, Run
 from elitr_core.data.database import open_database, reading, writing
 from elitr_core.generation.status import (
+    ALTERED_NAMED,
     RAW_PREVIEW,
+    altered_line,
     generation_runs,
     judge_passes,
     run_config,
@@ -151,6 +153,28 @@ def test_judge_pass_rows(small_sqlite: str) -> None:
     assert a["started_at"] == "t0" and a["finished_at"] is None
     b = rows["judge-b"]  # no pass recorded yet
     assert (b["passes"], b["scored"], b["progress"], b["status"]) == (1, 0, 1.0, "")
+
+
+def test_outputs_altered_by_the_storage_policy_are_counted_and_said_in_one_line(
+        small_sqlite: str) -> None:
+    altered = {"altered": {"replaced": 1, "cut": 0}}
+    with writing(open_database(small_sqlite)) as session:
+        _add_run(session, "gen", "done", {}, [altered, {}, altered])
+        _add_run(session, "clean", "done", {}, [{}])
+        _add_judge(session, "judge-a", [{"altered": 2}, {"altered": 1}, {}])
+        _add_judge(session, "judge-b", [{"altered": 0}])
+    runs = _runs(small_sqlite)
+    assert (runs["gen"]["altered"], runs["clean"]["altered"]) == (2, 0)
+    with reading(open_database(small_sqlite)) as session:
+        judges = {row["evaluator"]: row for row in judge_passes(session)}
+    assert (judges["judge-a"]["altered"], judges["judge-b"]["altered"]) == (3, 0)  # every pass
+    line = altered_line(list(runs.values()), list(judges.values()))
+    assert line.startswith("Stored altered by the storage policy for model text (NUL, ")
+    assert line.endswith(f"2 answer(s) of run #{runs['gen']['run']}; "
+                         "3 output(s) of judge judge-a.") and "\n" not in line
+    assert altered_line([runs["clean"]], [judges["judge-b"]]) == ""
+    many = [{"run": n, "altered": 1} for n in range(ALTERED_NAMED + 3)]
+    assert altered_line(many, []).endswith("run #4; 3 more.")
 
 
 def test_unparsed_judgments(small_sqlite: str) -> None:

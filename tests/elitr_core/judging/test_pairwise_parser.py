@@ -14,6 +14,8 @@ BATTLE_CASES: list[tuple[str | None, str | None, str | None]] = [
     ("Both say the same. [[tie]]", "tie", None),
     ("Verdict: [[ b ]]", "B", None),
     ("**[[A]]**", "A", None),
+    # a NUL, a lone surrogate and an escape in the explanation (the output as generated)
+    ("A names\x00 the right\ud800 person\x1b[0m.\n[[A]]", "A", None),
     ("[[A]] A is better because ... Final verdict: [[A]]", "A", None),
     # the instruction echoed, then a verdict alone on the last line
     ('I must output "[[A]]" if A is better, "[[B]]" if B is better, "[[C]]" for a tie.\n'
@@ -50,6 +52,7 @@ KEY_FACT_CASES: list[tuple[str, tuple[str, ...] | None, str | None]] = [
     ("Key facts:\n1. draft\nKey Facts\n1. **final fact**", ("final fact",), None),
     # no marker: every numbered line
     ("1. One.\n2. Two.", ("One.", "Two."), None),
+    ("KEY FACTS:\n1. Paul\x00 sends\ud800 it.", ("Paul\x00 sends\ud800 it.",), None),
     ("  - 1. Indented bullet.", ("Indented bullet.",), None),
     ("KEY FACTS:\n1. One.\n3. Three.", None, "key facts numbered 1, 3, expected 1, 2, 3 ..."),
     ("KEY FACTS:\n1. One.\n1. Again.", None, "key facts numbered 1, 1, expected 1, 2, 3 ..."),

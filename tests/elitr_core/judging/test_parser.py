@@ -46,6 +46,10 @@ GPT4_CASES: list[tuple[str, float | None, str | None]] = [
     (f"{FEEDBACK}\n7/10\n", 7.0, None),
     (f"Score: 8\n{FEEDBACK}", None, "no \\boxed{} score"),  # not the last line
     (f"{FEEDBACK}\nScore: 12", None, "score 12 outside 1..10"),
+    # Characters no stored text holds, in the explanation: the parser reads the output as
+    # generated (the storage policy of model text applies only to what is written).
+    (f"{FEEDBACK}\x00 names\ud800 \x1b[31m \\boxed{{6}}", 6.0, None),
+    (f"{FEEDBACK}\x00\nScore: 5", 5.0, None),
     # Empty output.
     ("", None, "empty output"),
     ("  \n\t ", None, "empty output"),
@@ -59,6 +63,7 @@ PROMETHEUS_CASES: list[tuple[str, float | None, str | None]] = [
     (f"Feedback: {FEEDBACK} [RESULT] 4/5", 8.0, None),
     (f"Feedback: {FEEDBACK} [RESULT] 5.", 10.0, None),
     (f"Feedback: {FEEDBACK} [RESULT] 1", 2.0, None),
+    (f"Feedback: {FEEDBACK}\x00\udfff\x7f [RESULT] 3", 6.0, None),
     # The format line echoed before the real score is ignored (no number after it).
     ("[RESULT] (an integer number between 1 and 5)\nFeedback: ok [RESULT] 3", 6.0, None),
     ("[RESULT] 3 ... [RESULT] 3", 6.0, None),

@@ -10,7 +10,6 @@ uninterrupted run does, a judge pass that asks again only what it could not read
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,15 @@ from elitr_core.backends.base import Backend, DecodingConfig
 from elitr_core.cli.main import main
 from elitr_core.generation.runs import GenerationSpec, generate_run
 from elitr_core.judging.runner import JudgeSpec, judge_run
-from elitr_core.passes.records import NullProgress, usage_totals
+from elitr_core.passes.records import usage_totals
 from tests.elitr_core.backends.fake_openai_server import ServerScript, running_server
-from tests.elitr_core.run_helpers import MEETINGS, responses, rows, set_transcripts
+from tests.elitr_core.run_helpers import (
+    MEETINGS,
+    StopAfter,
+    responses,
+    rows,
+    set_transcripts,
+)
 
 OVERLAP = "tests.elitr_core.passes.overlap_backend:OverlapBackend"
 BACKENDS = ("fake", "openai", "hf", "overlap")
@@ -58,19 +63,6 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         yield registry.get_backend("hf", model_path=request.getfixturevalue("tiny_llama"))
     else:
         yield registry.get_backend(name)
-
-
-@dataclass
-class StopAfter(NullProgress):
-    """Raises KeyboardInterrupt once ``n`` answers are stored (a Ctrl-C mid-run)."""
-
-    n: int
-    count: int = 0
-
-    def advance(self, count: int = 1) -> None:
-        self.count += count
-        if self.count >= self.n:
-            raise KeyboardInterrupt
 
 
 def spec(mode: str, variant: str = "") -> GenerationSpec:

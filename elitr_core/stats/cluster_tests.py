@@ -18,11 +18,27 @@ _CHUNK = 1 << 15
 _TIE = 1e-9
 
 
-def _all_signs(n_clusters: int, start: int, stop: int) -> np.ndarray:
-    """Rows start..stop-1 of the 2^M sign patterns (bit m of the row number flips cluster m)."""
-    rows = np.arange(start, stop, dtype=np.int64)[:, None]
+def _all_signs(n_clusters: int) -> np.ndarray:
+    """The 2^M sign patterns as rows (bit m of the row number flips cluster m)."""
+    rows = np.arange(1 << n_clusters, dtype=np.int64)[:, None]
     bits = (rows >> np.arange(n_clusters, dtype=np.int64)) & 1
     return 1.0 - 2.0 * bits
+
+
+def _exact_hits(sums: np.ndarray, threshold: float) -> int:
+    """How many of the 2^M patterns have ``|sum_m s_m S_m| >= threshold``, by meeting in the
+    middle: the 2^h totals of the first h clusters against the sorted 2^(M-h) totals of the
+    others, counted with a binary search. 2^(M/2) log work instead of M 2^M (18 clusters:
+    about 1 ms instead of 90 ms; an export of every model pair holds a hundred such rows)."""
+    if threshold <= 0:
+        return 1 << sums.size
+    half = sums.size // 2
+    left = _all_signs(half) @ sums[:half]
+    right = np.sort(_all_signs(sums.size - half) @ sums[half:])
+    # threshold > 0, so "total >= threshold" and "total <= -threshold" never overlap
+    high = right.size - np.searchsorted(right, threshold - left, side="left")
+    low = np.searchsorted(right, -threshold - left, side="right")
+    return int(high.sum() + low.sum())
 
 
 def sign_flip_p(cluster_sums: np.ndarray, n_random: int = 10_000,
@@ -68,10 +84,7 @@ def sign_flip_p(cluster_sums: np.ndarray, n_random: int = 10_000,
     sums = np.asarray(cluster_sums, float)
     threshold = abs(sums.sum()) * (1 - _TIE) - _TIE
     if sums.size <= EXACT_CLUSTERS:
-        total = 1 << sums.size
-        hits = sum(int((np.abs(_all_signs(sums.size, start, min(start + _CHUNK, total)) @ sums)
-                        >= threshold).sum()) for start in range(0, total, _CHUNK))
-        return hits / total
+        return _exact_hits(sums, threshold) / (1 << sums.size)
     rng = rng if rng is not None else np.random.default_rng(0)
     hits = 0
     for start in range(0, n_random, _CHUNK):

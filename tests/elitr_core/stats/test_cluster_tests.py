@@ -1,7 +1,8 @@
 """The cluster tests on their own.
 
 References: the sign-flip p-value against an enumeration of every sign pattern with
-itertools (exact, 1e-12), its random-pattern branch against the exact value (within 4
+itertools (exact, 1e-12; up to 18 clusters, integer sums full of ties, against every pattern
+written out as a numpy matrix, exact), its random-pattern branch against the exact value (within 4
 Monte Carlo standard errors); the bootstrap p-value against the percentile interval of the
 same replicates (numpy.quantile).
 """
@@ -28,6 +29,16 @@ def test_sign_flip_p_is_the_enumerated_share(seed: int) -> None:
     rng = np.random.default_rng(seed)
     sums = np.round(rng.normal(0.5, 2, int(rng.integers(1, 13))), 1)  # ties included
     assert sign_flip_p(sums) == pytest.approx(enumerated(sums), abs=1e-12)
+
+
+@pytest.mark.parametrize("n_clusters", [1, 2, 13, 18])
+def test_sign_flip_p_counts_ties_like_every_pattern_written_out(n_clusters: int) -> None:
+    """Integer sums (integer scores) put many patterns exactly on the observed total; the
+    meet-in-the-middle count must take them all, like the 2^M x M matrix of every pattern."""
+    sums = np.random.default_rng(n_clusters).integers(-6, 9, n_clusters).astype(float)
+    signs = np.array(list(itertools.product([-1.0, 1.0], repeat=n_clusters)))
+    expected = np.count_nonzero(np.abs(signs @ sums) >= abs(sums.sum())) / len(signs)
+    assert sign_flip_p(sums) == expected
 
 
 def test_all_zero_and_smallest_values() -> None:

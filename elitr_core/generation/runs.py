@@ -28,6 +28,7 @@ from sqlmodel import Session
 
 from db import benchmark as bq
 from db import crud
+from db import runs as rq
 from db.models import Meeting, QuestionTranslation, Response, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation, DecodingConfig
@@ -418,7 +419,8 @@ def _multi_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend
 
 def _record_end(session: Session, status: str | None, error: BaseException | None, *,
                 run_id: int) -> str | None:
-    """Record the end of a call: ``done`` when every expected question is answered."""
+    """Record the end of a call: ``done`` when every expected question is answered, and how
+    many stored answers the storage policy of model text altered (``altered_answers``)."""
     run = bq.run_by_id(session=session, run_id=run_id)
     if run is None:
         raise UserError(f"run #{run_id} disappeared from the database during the run")
@@ -428,6 +430,9 @@ def _record_end(session: Session, status: str | None, error: BaseException | Non
         status = "done" if answered >= int(config.get("questions", 0)) else "pending"
     if error is not None:
         config["failures"] = with_failure(config.get("failures"), error)
+    # counted from the stored answers, so resumed and killed calls are counted exactly
+    metas = rq.metas_by_run(session=session, run_ids=[run_id])[run_id]
+    config["altered_answers"] = sum(1 for meta in metas if meta.get("altered"))
     config["finished_at"] = now_iso()
     run.config, run.status = config, status
     crud.save(session=session, rows=[run])

@@ -160,7 +160,7 @@ def test_every_answer_is_stored_exactly_or_by_the_policy(url: str, backend: Back
         if backend.name == "fake":
             assert meta["note"] == ("server\ufffdnote" if number == 1 else "note")
     config = run_config(url, report.run_id)
-    assert (config.get("failures"), config["questions"]) == (None, 28)
+    assert (config.get("failures"), config["altered_answers"]) == (None, len(HOSTILE))
     with reading(get_engine(url)) as session:
         runs = status.generation_runs(session)
     assert next(r for r in runs if r["run"] == report.run_id)["altered"] == len(HOSTILE)
@@ -186,6 +186,7 @@ def test_a_conversation_resumed_after_an_altered_answer_goes_on_from_what_the_mo
         whole = generate_run(engine, spec("resumed", "mt", variant="whole", **one), backend)
         uninterrupted = [r.messages for r in server.successful()]
     assert (resumed.skipped, resumed.written, resumed.status) == (3, 9, "done")
+    assert run_config(url, resumed.run_id)["altered_answers"] == 4  # over both calls
     # the first request after the kill carries the NUL and controls the model wrote (stored
     # with U+FFFD, kept in meta), exactly as the uninterrupted run's 4th did; only the lone
     # surrogates, which no UTF-8 request carries, travel as U+FFFD in both

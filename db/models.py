@@ -142,7 +142,8 @@ class Score(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    response_id: int = Field(foreign_key="response.id", index=True)
+    # no index of its own: uq_score_key starts with it (migration 0007)
+    response_id: int = Field(foreign_key="response.id")
     evaluator_id: int = Field(foreign_key="evaluator.id", index=True)
     annotator_id: int | None = Field(default=None, foreign_key="annotator.id", index=True)
     annotator_key: int = Field(default=0)  # annotator_id or 0: keeps the unique key NULL-free

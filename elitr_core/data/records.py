@@ -280,15 +280,22 @@ class ScoreRowChecker:
                       ) -> dict[str, list[Any]]:
         """The checked values of ``rows``, column by column (``ScoreRowIn``'s fields); the
         earliest refused line (``first_line`` is ``rows[0]``'s) raises :class:`DataFileError`."""
+        return self.check_table({name: [row.get(name) for row in rows]
+                                 for name in self.columns}, len(rows), first_line)
+
+    def check_table(self, cells: Mapping[str, Sequence[Any]], count: int, first_line: int
+                    ) -> dict[str, list[Any]]:
+        """:meth:`check_columns` of ``count`` rows given as columns (name -> the rows' cells;
+        a field without a column is None in every row), as a CSV reader's batch transposes."""
         out: dict[str, list[Any]] = {}
         errors: list[tuple[int, int, str]] = []
         for order, name in enumerate(self.columns):
-            raws = [row.get(name) for row in rows]
-            checked, problem = self._column(name, raws)
+            raws = cells.get(name)
+            checked, problem = self._column(name, [None] if raws is None else raws)
             if problem is not None:
                 index, text = problem
                 errors.append((index, order, text))
-            out[name] = checked
+            out[name] = checked * count if raws is None else checked
         if errors:
             index, _, text = min(errors)
             raise DataFileError(self.path, f"line {index + first_line}: {text}")
@@ -298,7 +305,8 @@ class ScoreRowChecker:
         """One checked row (a ``ScoreRowIn`` dict); ``line`` is named when it is refused."""
         return {name: values[0] for name, values in self.check_columns([row], line).items()}
 
-    def _column(self, name: str, raws: list[Any]) -> tuple[list[Any], tuple[int, str] | None]:
+    def _column(self, name: str, raws: Sequence[Any]
+                ) -> tuple[list[Any], tuple[int, str] | None]:
         adapter, cache = self._fields[name]
         local: dict[Any, Any] = {}
         bad: dict[Any, str] = {}
@@ -322,7 +330,7 @@ class ScoreRowChecker:
             return [], (index, bad[raws[index]])
         if local:
             return [local[raw] if raw in local else cache[raw] for raw in raws], None
-        return [cache[raw] for raw in raws], None
+        return list(map(cache.__getitem__, raws)), None  # map: a third of a comprehension's time
 
 
 def _unwrap_not_required(hint: Any) -> Any:

@@ -44,6 +44,24 @@ def test_a_good_row_is_typed_with_its_defaults() -> None:
     assert records.check_score_rows([minimal], path="s.csv")[0]["sample"] == 0
 
 
+def test_columns_check_as_rows_do_and_an_absent_column_takes_its_default() -> None:
+    """``check_table`` (a CSV batch by column) answers as ``check_columns`` (rows): a column
+    absent from the file is the blank cell in every row, and a refusal names the same line."""
+    checker = records.ScoreRowChecker(path="s.csv")
+    rows = [ROW, {**ROW, "question_id": "4", "sample": "2"}, {**ROW, "score": "7"}]
+    minimal = [{k: v for k, v in row.items() if k not in ("sample", "question_type")}
+               for row in rows]
+    columns = {name: tuple(row[name] for row in minimal) for name in minimal[0]}
+    table = checker.check_table(columns, len(rows), 2)
+    assert table == checker.check_columns(minimal, 2)
+    assert table["sample"] == [0, 0, 0] and table["question_type"] == [None, None, None]
+    assert table["question_id"] == [3, 4, 3] and table["score"] == [6.5, 6.5, 7.0]
+    with pytest.raises(DataFileError, match=r"^s.csv: line 11: score 'x' "):
+        checker.check_table({**columns, "score": ("6", "7", "x")}, len(rows), 9)
+    with pytest.raises(DataFileError, match=r"^s.csv: line 9: missing evaluator"):
+        checker.check_table({k: v for k, v in columns.items() if k != "evaluator"}, 3, 9)
+
+
 @pytest.mark.parametrize(("column", "value", "expected"), [
     ("question_id", str(2**63), "above 2,147,483,647"),
     ("question_id", str(2**31), "above 2,147,483,647"),

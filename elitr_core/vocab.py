@@ -144,8 +144,8 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     # two runs question by question (e.g. a model and its retrieval run MODEL (bm25))
     "model-difference": (
-        "model_a", "model_b", "setting", "mode", "evaluator", "n", "mean_a", "mean_b",
-        "difference", "ci_low", "ci_high", "wilcoxon", "p", "note",
+        "model_a", "model_b", "setting", "mode", "evaluator", "n", "n_meetings", "mean_a",
+        "mean_b", "difference", "ci_low", "ci_high", "p", "wilcoxon", "p_naive", "note",
     ),
     # pairwise battles (CREAM, L-Eval): one row per parsed judgment, then the tables over them
     "pairwise-judgments": (

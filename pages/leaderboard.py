@@ -142,8 +142,10 @@ with tab:
         st.caption("Pick exactly two models in the sidebar (a model and its retrieval run "
                    "`MODEL (bm25)`, say) for their paired difference per question.")
     else:
-        st.caption("Mean of model_b − model_a over the questions both answered, 95% bootstrap "
-                   "interval over questions, Wilcoxon signed-rank test. Same bytes as "
+        st.caption("Mean of model_b − model_a over the questions both answered. A meeting's "
+                   "questions share its transcript, so the 95% bootstrap interval and p (a "
+                   "sign-flip test) take the meeting as the unit; p_naive (Wilcoxon over "
+                   "questions) treats every question as independent. Same bytes as "
                    + code_span("python -m elitr_core export model-difference "
                                + cli_arguments(flt)))
         difference = shown(export_table, "model-difference", flt)

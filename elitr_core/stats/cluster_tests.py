@@ -118,3 +118,9 @@ def bootstrap_p(replicates: np.ndarray, null: float = 0.0) -> float:
 def smallest_sign_flip_p(n_clusters: int) -> float:
     """The smallest p-value an exact sign-flip test over ``n_clusters`` clusters can give."""
     return 2.0 / (1 << n_clusters) if n_clusters <= EXACT_CLUSTERS else 0.0
+
+
+def one_meeting_note(n_meetings: int) -> str:
+    """The note of a row whose interval and cluster test are left empty for want of meetings."""
+    return ("" if n_meetings >= 2 else "responses of one meeting only: the interval and the "
+            "cluster test need 2 meetings or more")

@@ -22,8 +22,10 @@ from scipy import stats
 from elitr_core.errors import DegenerateDataError
 from elitr_core.stats._corr_bootstrap import bootstrap_kendall
 from elitr_core.stats.agreement import cluster_weights, pair_rng, percentile_ci
-from elitr_core.stats.cluster_tests import bootstrap_p, sign_flip_p, smallest_sign_flip_p
+from elitr_core.stats.cluster_tests import bootstrap_p, one_meeting_note
+from elitr_core.stats.frame import contract_types
 from elitr_core.stats.leaderboard import response_scores
+from elitr_core.stats.paired import paired_by_meeting
 from elitr_core.vocab import EXPORT_COLUMNS
 
 TURN_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["turn-effect"]
@@ -44,11 +46,6 @@ def _meeting_weights(codes: np.ndarray, n_bootstrap: int, seed: int,
     return cluster_weights(int(codes.max()) + 1, n_bootstrap, pair_rng(seed, *names))
 
 
-def _one_meeting_note(n_meetings: int) -> str:
-    return ("" if n_meetings >= 2 else "responses of one meeting only: the interval and the "
-            "cluster test need 2 meetings or more")
-
-
 def turn_index(responses: pd.DataFrame) -> pd.Series:
     """1-based position of each response's question in its meeting (by question number)."""
     number = pd.to_numeric(responses["question_id"], errors="coerce")
@@ -62,7 +59,7 @@ def _turn_row(group: pd.DataFrame, names: tuple[str, ...], n_bootstrap: int, see
     codes = pd.factorize(group["meeting"])[0]
     n_meetings = int(codes.max()) + 1
     out: dict[str, object] = {"n": len(group), "n_meetings": n_meetings,
-                              "note": _one_meeting_note(n_meetings)}
+                              "note": one_meeting_note(n_meetings)}
     if np.ptp(x) == 0:
         return {**out, "note": "every response is at the same turn: Kendall's tau needs 2 "
                                "turns or more"}
@@ -124,52 +121,7 @@ def turn_effect(df: pd.DataFrame, n_bootstrap: int = 1000, seed: int = 0,
         names = (*(str(k) for k in key), "turn")
         rows.append({**dict(zip(_KEY, key, strict=True)),
                      **_turn_row(group, names, n_bootstrap, seed, confidence)})
-    return _typed(pd.DataFrame(rows), TURN_COLUMNS)
-
-
-def _typed(out: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
-    """The contract's columns in order; statistics as nullable floats, notes as text."""
-    out = out.reindex(columns=list(columns))
-    for column in columns:
-        if column in _KEY or column in ("n", "n_meetings"):
-            continue
-        if column == "note":
-            out[column] = out[column].fillna("").astype(str)
-        else:
-            out[column] = pd.to_numeric(out[column]).astype("Float64")
-    return out
-
-
-def _st_mt_row(group: pd.DataFrame, names: tuple[str, ...], n_bootstrap: int, seed: int,
-               confidence: float) -> dict[str, object]:
-    """One ``st-vs-mt`` row; an undefined statistic leaves its cells empty and says why."""
-    diff = (group["mt"] - group["st"]).to_numpy(float)
-    codes = pd.factorize(group["meeting"])[0]
-    n_meetings = int(codes.max()) + 1
-    out: dict[str, object] = {
-        "n": len(group), "n_meetings": n_meetings, "mean_st": float(group["st"].mean()),
-        "mean_mt": float(group["mt"].mean()), "difference": float(diff.mean()),
-        "note": _one_meeting_note(n_meetings)}
-    if np.any(diff != 0):
-        test = stats.wilcoxon(diff)
-        out.update(wilcoxon=float(test.statistic), p_naive=float(test.pvalue))
-    else:
-        out["note"] = "every difference is 0: mt and st scores are the same"
-    if n_meetings < 2:
-        return out
-    sums_by_meeting = np.bincount(codes, weights=diff)
-    out["p"] = sign_flip_p(sums_by_meeting, max(n_bootstrap, 10_000),
-                           pair_rng(seed, *names, "sign-flip"))
-    if smallest_sign_flip_p(n_meetings) > 1 - confidence and not out["note"]:
-        out["note"] = (f"with {n_meetings} meetings the sign-flip test cannot go below p = "
-                       f"{smallest_sign_flip_p(n_meetings):.3g}")
-    if n_bootstrap:
-        weights = _meeting_weights(codes, n_bootstrap, seed, *names)
-        sums = weights @ sums_by_meeting
-        counts = weights @ np.bincount(codes).astype(float)
-        out["ci_low"], out["ci_high"] = percentile_ci(sums / counts, confidence,
-                                                      f"st vs mt of {names[0]}")
-    return out
+    return contract_types(pd.DataFrame(rows), TURN_COLUMNS, _KEY)
 
 
 def st_vs_mt(df: pd.DataFrame, n_bootstrap: int = 1000, seed: int = 0,
@@ -206,5 +158,10 @@ def st_vs_mt(df: pd.DataFrame, n_bootstrap: int = 1000, seed: int = 0,
     for key, group in paired.groupby(_KEY, sort=True):
         names = (*(str(k) for k in key), "st-mt")
         rows.append({**dict(zip(_KEY, key, strict=True)),
-                     **_st_mt_row(group, names, n_bootstrap, seed, confidence)})
-    return _typed(pd.DataFrame(rows), ST_MT_COLUMNS)
+                     "mean_st": float(group["st"].mean()), "mean_mt": float(group["mt"].mean()),
+                     **paired_by_meeting((group["mt"] - group["st"]).to_numpy(float),
+                                         group["meeting"].to_numpy(), names,
+                                         n_bootstrap=n_bootstrap, seed=seed,
+                                         confidence=confidence,
+                                         same="mt and st scores are the same")})
+    return contract_types(pd.DataFrame(rows), ST_MT_COLUMNS, _KEY)

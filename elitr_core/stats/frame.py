@@ -61,6 +61,22 @@ def group_codes(df: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     return pd.factorize(combined)[0]
 
 
+def contract_types(out: pd.DataFrame, columns: Sequence[str],
+                   text: Sequence[str] = ()) -> pd.DataFrame:
+    """``out`` with exactly the contract's ``columns``, in order: ``text`` columns and the
+    counts ``n``/``n_meetings`` as they are, ``note`` as text ("" when missing), every other
+    column a nullable ``Float64`` (an undefined statistic is an empty cell, never "nan")."""
+    out = out.reindex(columns=list(columns))
+    for column in columns:
+        if column in text or column in ("n", "n_meetings"):
+            continue
+        if column == "note":
+            out[column] = out[column].fillna("").astype(str)
+        else:
+            out[column] = pd.to_numeric(out[column]).astype("Float64")
+    return out
+
+
 def _mean_by(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Mean ``score`` per distinct ``keys`` (first-appearance order, missing keys kept)."""
     codes = group_codes(frame, keys)

@@ -1,15 +1,19 @@
-"""Two runs compared question by question: the paired score difference and its interval.
+"""Paired differences question by question, with the meeting as the unit of inference.
 
-The natural question for a retrieval baseline (L-Eval, the LTM benchmark) is "how much does
-``MODEL (bm25)`` lose against ``MODEL`` on the *same* questions?". Two models' responses are
-paired by question (meeting, question, split, setting, mode; several seeds of one model are
-averaged first), and for each setting, mode and evaluator the mean of ``b - a`` gets a
-percentile bootstrap interval over the paired questions and the Wilcoxon signed-rank test.
+Two tables compare two sets of answers to the same questions: ``model-difference`` (two
+models, e.g. ``MODEL`` and its retrieval run ``MODEL (bm25)``) and ``st-vs-mt`` (one model
+single- versus multi-turn, :mod:`.conversation`). The questions of one meeting share a
+transcript (and, in multi-turn, one conversation), so they are not independent: both tables
+take the meeting as the unit, through :func:`paired_by_meeting`, one code path. The interval
+is a percentile bootstrap over meetings, ``p`` the sign-flip permutation test over meetings,
+and the Wilcoxon signed-rank test over questions stays beside them as ``p_naive``, labelled
+as the test that takes every question as independent.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,12 +21,103 @@ from scipy import stats
 
 from elitr_core.errors import DegenerateDataError
 from elitr_core.stats.agreement import cluster_weights, pair_rng, percentile_ci
-from elitr_core.stats.frame import ZERO_WIDTH
+from elitr_core.stats.cluster_tests import one_meeting_note, sign_flip_p, smallest_sign_flip_p
+from elitr_core.stats.frame import ZERO_WIDTH, contract_types
 from elitr_core.stats.leaderboard import response_scores
 from elitr_core.vocab import EXPORT_COLUMNS
 
 DIFFERENCE_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["model-difference"]
+"""Columns of ``export model-difference``."""
+
 _QUESTION = ["meeting", "question_id", "split", "setting", "mode", "evaluator"]
+_KEY = ["model_a", "model_b", "setting", "mode", "evaluator"]
+#: Meeting means this close (relative) count as equal: the interval would have zero width.
+_SAME_MEAN = 1e-12
+
+
+def paired_by_meeting(diff: np.ndarray, meetings: Sequence[str] | np.ndarray,
+                      names: Sequence[str], *, n_bootstrap: int, seed: int,
+                      confidence: float, same: str) -> dict[str, object]:
+    """Mean of the paired differences with the meeting as the unit: interval, test, note.
+
+    Parameters
+    ----------
+    diff : numpy.ndarray
+        One paired difference per question.
+    meetings : array-like
+        The meeting of each question (the cluster).
+    names : sequence of str
+        Seed the row's generators (:func:`~elitr_core.stats.agreement.pair_rng`), so a row's
+        interval and ``p`` do not depend on the other rows of the table.
+    n_bootstrap, seed, confidence
+        Percentile bootstrap over meetings (``n_bootstrap = 0``: no interval).
+    same : str
+        What an all-zero difference means, for the note ("mt and st scores are the same").
+
+    Returns
+    -------
+    dict
+        ``n``, ``n_meetings``, ``difference`` (the mean over questions); ``ci_low``/
+        ``ci_high``: a replicate draws as many meetings as there are, with replacement, and
+        takes the mean difference over all the drawn meetings' questions. ``p``: the sign-flip
+        test over meetings (:func:`~elitr_core.stats.cluster_tests.sign_flip_p`, exact up to
+        20 meetings). ``wilcoxon``/``p_naive``: ``scipy.stats.wilcoxon`` over questions
+        (two-sided, zero differences dropped), which takes every question as independent and
+        is too small when a meeting's questions move together. Keys are left out when
+        undefined: no interval or ``p`` with one meeting, no interval when every meeting's
+        mean difference is the same (it would have zero width), no Wilcoxon test when every
+        difference is 0. ``note`` says why, or what limits the test.
+
+    References
+    ----------
+    Field, C. A., & Welsh, A. H. (2007). Bootstrapping clustered data. JRSS B, 69(3).
+    Cameron, A. C., Gelbach, J. B., & Miller, D. L. (2008). Bootstrap-based improvements for
+    inference with clustered errors. Review of Economics and Statistics, 90(3), 414-427.
+    Wilcoxon, F. (1945). Individual comparisons by ranking methods. Biometrics Bulletin 1(6).
+
+    Examples
+    --------
+    >>> row = paired_by_meeting(np.array([1.0, 2.0, 0.0, 3.0, -1.0, 2.0]), list("aabbcc"),
+    ...                         ("A", "B"), n_bootstrap=200, seed=0, confidence=0.95,
+    ...                         same="A and B score the same")
+    >>> row["n_meetings"], row["difference"], row["p"]  # all 8 sign flips: 2 reach |7|
+    (3, 1.1666666666666667, 0.25)
+    """
+    codes = pd.factorize(np.asarray(meetings))[0]
+    n_meetings = int(codes.max()) + 1
+    out: dict[str, object] = {"n": diff.size, "n_meetings": n_meetings,
+                              "difference": float(diff.mean())}
+    if not np.any(diff):
+        out["note"] = f"every difference is 0: {same}"
+    else:
+        test = stats.wilcoxon(diff)
+        out.update(wilcoxon=float(test.statistic), p_naive=float(test.pvalue))
+    if n_meetings < 2:
+        return {"note": one_meeting_note(n_meetings), **out}
+    sums = np.bincount(codes, weights=diff)
+    counts = np.bincount(codes).astype(float)
+    out["p"] = sign_flip_p(sums, max(n_bootstrap, 10_000), pair_rng(seed, *names, "sign-flip"))
+    if "note" in out:
+        return out
+    notes = [_zero_width_note(diff, sums / counts)] if n_bootstrap else []
+    if n_bootstrap and not notes[0]:
+        weights = cluster_weights(n_meetings, n_bootstrap, pair_rng(seed, *names))
+        out["ci_low"], out["ci_high"] = percentile_ci(
+            (weights @ sums) / (weights @ counts), confidence, f"difference of {names[0]}")
+    if smallest_sign_flip_p(n_meetings) > 1 - confidence:
+        notes.append(f"with {n_meetings} meetings the sign-flip test cannot go below p = "
+                     f"{smallest_sign_flip_p(n_meetings):.3g}")
+    out["note"] = "; ".join(note for note in notes if note)
+    return out
+
+
+def _zero_width_note(diff: np.ndarray, meeting_means: np.ndarray) -> str:
+    """Why the meetings' interval is left empty: every replicate would give the same mean."""
+    if np.ptp(diff) == 0:
+        return f"every question's difference is {diff[0]:g}: {ZERO_WIDTH}"
+    if np.ptp(meeting_means) <= _SAME_MEAN * max(1.0, float(np.abs(meeting_means).max())):
+        return f"every meeting's mean difference is {meeting_means[0]:g}: {ZERO_WIDTH}"
+    return ""
 
 
 def model_difference(df: pd.DataFrame, models: tuple[str, str] | None = None, *,
@@ -39,22 +134,22 @@ def model_difference(df: pd.DataFrame, models: tuple[str, str] | None = None, *,
     models : (str, str), optional
         ``(a, b)``; by default every pair ``a < b`` of the models of ``df``.
     n_bootstrap, seed, confidence
-        Percentile bootstrap over the paired questions (each question is one pair, so this
-        is the cluster bootstrap over questions).
+        Percentile bootstrap over the meetings of the paired questions.
 
     Returns
     -------
     pandas.DataFrame
         :data:`DIFFERENCE_COLUMNS`, one row per setting, mode and evaluator with both models;
-        ``wilcoxon``/``p`` from ``scipy.stats.wilcoxon`` (two-sided, zero differences dropped),
-        empty when every difference is zero. With one common question, or the same
-        difference on every question, the interval is left empty (it would have zero width)
-        and ``note`` says why.
+        ``n`` counts the questions both answered (several seeds of one model averaged first),
+        ``n_meetings`` their meetings, and the statistics are those of
+        :func:`paired_by_meeting`: ``ci_low``/``ci_high`` and ``p`` take the meeting as the
+        unit, ``wilcoxon``/``p_naive`` every question. ``note`` says why a cell is empty.
 
     References
     ----------
-    Wilcoxon, F. (1945). Individual comparisons by ranking methods. Biometrics Bulletin 1(6).
-    Efron, B., Tibshirani, R. (1993). An Introduction to the Bootstrap. Chapman & Hall.
+    See :func:`paired_by_meeting`; Efron, B., Tibshirani, R. (1993). An Introduction to the
+    Bootstrap. Chapman & Hall.
+
     """
     if models is None:
         names = sorted(pd.unique(df["model"]))
@@ -82,30 +177,13 @@ def model_difference(df: pd.DataFrame, models: tuple[str, str] | None = None, *,
         raise DegenerateDataError(f"{a} and {b} answered no common question under these filters")
     rows = []
     for (setting, mode, evaluator), group in paired.groupby(["setting", "mode", "evaluator"]):
+        row_names = (a, b, str(setting), str(mode), str(evaluator))
         diff = (group[b] - group[a]).to_numpy(float)
-        low = high = np.nan
-        note = _constant_note(diff)
-        if n_bootstrap and not note:  # one value resampled is a zero-width interval
-            rng = pair_rng(seed, a, b, str(setting), str(mode), str(evaluator))
-            weights = cluster_weights(len(diff), n_bootstrap, rng)
-            low, high = percentile_ci(weights @ diff / len(diff), confidence,
-                                      f"difference {b} - {a}")
-        statistic = p = np.nan
-        if np.any(diff != 0):
-            test = stats.wilcoxon(diff)
-            statistic, p = float(test.statistic), float(test.pvalue)
-        rows.append((a, b, setting, mode, evaluator, len(diff), float(group[a].mean()),
-                     float(group[b].mean()), float(diff.mean()), low, high, statistic, p,
-                     note))
-    out = pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))
-    return out.astype({c: "Float64" for c in ("ci_low", "ci_high", "wilcoxon", "p")})
-
-
-def _constant_note(diff: np.ndarray) -> str:
-    """Why a paired difference has no interval: one question, or one value everywhere."""
-    if diff.size == 1:
-        return "1 question both answered: no interval"
-    if np.ptp(diff) == 0:
-        test = "" if diff[0] else " and the signed-rank test is undefined"
-        return f"every question's difference is {diff[0]:g}: {ZERO_WIDTH}{test}"
-    return ""
+        rows.append({"model_a": a, "model_b": b, "setting": setting, "mode": mode,
+                     "evaluator": evaluator, "mean_a": float(group[a].mean()),
+                     "mean_b": float(group[b].mean()),
+                     **paired_by_meeting(diff, group["meeting"].to_numpy(), row_names,
+                                         n_bootstrap=n_bootstrap, seed=seed,
+                                         confidence=confidence,
+                                         same=f"{a} and {b} score the same on every question")})
+    return contract_types(pd.DataFrame(rows), DIFFERENCE_COLUMNS, _KEY)

@@ -6,6 +6,7 @@ from statistics import mean
 
 import pandas as pd
 import pytest
+from scipy import stats
 
 from db.models import Evaluator, Response
 from db.queries import ScoreFilter
@@ -16,6 +17,7 @@ from elitr_core.export.groups import parse_groups
 from elitr_core.export.judge_audit import AUDIT_TABLES
 from elitr_core.export.tables import TABLE_NAMES, build_table
 from elitr_core.vocab import EXPORT_COLUMNS, SCORE_COLUMNS
+from tests import small_db
 from tests.small_db import MEETINGS, MODELS, QUESTIONS, gold, upsert_score
 
 # the judge-audit tables need judge samples and lengths: tests/elitr_core/export/test_judge_audit.py
@@ -159,3 +161,24 @@ def test_elo_reports_the_median_rating(small_sqlite: str) -> None:
     assert sorted(table["model"].unique()) == list(MODELS)
     # the median over permutations always lies inside their percentile interval
     assert ((table["ci_low"] <= table["rating"]) & (table["rating"] <= table["ci_high"])).all()
+
+
+def test_model_difference_clusters_by_meeting_on_both_databases(db_url: str) -> None:
+    """The small benchmark's two meetings (one per split) are the pair's two clusters; the
+    gold-human differences are planted, so every number is known by hand."""
+    small_db.build(db_url)
+    table = _build(db_url, "model-difference",
+                   ScoreFilter(setting="qa", evaluators=("gold-human",), models=("A", "B")))
+    assert tuple(table.columns) == EXPORT_COLUMNS["model-difference"] and len(table) == 1
+    row = table.iloc[0]
+    diff = {m: [gold("B", m, q, "qa") - gold("A", m, q, "qa") for q in range(1, QUESTIONS + 1)]
+            for m in MEETINGS}
+    every = [d for values in diff.values() for d in values]
+    assert (row["n"], row["n_meetings"]) == (2 * QUESTIONS, 2)
+    assert row["difference"] == pytest.approx(mean(every), abs=1e-12)
+    sums = [sum(values) for values in diff.values()]
+    # 2 meetings: 4 sign patterns, of which those as far from 0 as the observed total
+    flips = [abs(s1 * sums[0] + s2 * sums[1]) for s1 in (-1, 1) for s2 in (-1, 1)]
+    assert row["p"] == pytest.approx(mean(f >= abs(sum(sums)) - 1e-9 for f in flips))
+    assert row["p_naive"] == pytest.approx(stats.wilcoxon(every).pvalue, abs=1e-12)
+    assert "cannot go below p = 0.5" in row["note"]

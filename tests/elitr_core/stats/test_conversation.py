@@ -10,20 +10,22 @@ of the tables.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
 from elitr_core.errors import DegenerateDataError
-from elitr_core.stats.agreement import cluster_weights, pair_rng
 from elitr_core.stats.conversation import (
     ST_MT_COLUMNS,
     TURN_COLUMNS,
     st_vs_mt,
     turn_effect,
+)
+from tests.elitr_core.stats.cluster_references import (
+    exact_sign_flip_p,
+    exact_wilcoxon_p,
+    explicit_cluster_bootstrap,
 )
 from tests.elitr_core.stats.synthetic import bundled, frame, row
 
@@ -42,17 +44,6 @@ def conversations(n_meetings: int = 6, turns: int = 12, seed: int = 0) -> pd.Dat
     return frame(rows)
 
 
-def explicit(meetings: np.ndarray, statistic, names: tuple[str, ...], n: int) -> np.ndarray:
-    codes = pd.factorize(meetings)[0]
-    weights = cluster_weights(codes.max() + 1, n, pair_rng(0, *names))
-    out = []
-    for counts in weights:
-        index = np.concatenate([np.flatnonzero(codes == g) for g in range(counts.size)
-                                for _ in range(counts[g])])
-        out.append(statistic(index))
-    return np.asarray(out)
-
-
 def test_turn_effect_against_scipy_and_explicit_bootstrap() -> None:
     df = conversations()
     out = turn_effect(df, n_bootstrap=200)
@@ -65,26 +56,15 @@ def test_turn_effect_against_scipy_and_explicit_bootstrap() -> None:
     assert (got["n"], got["n_meetings"]) == (72, 6)
     assert got["ci_high"] < 0  # the simulated decline
     x, y = mt["question_id"].to_numpy(float), mt["score"].to_numpy()
-    reps = explicit(mt["meeting"].to_numpy(),
-                    lambda i: stats.kendalltau(x[i], y[i]).statistic,
-                    ("A", "qa", "gpt-4", "turn"), 200)
+    reps = explicit_cluster_bootstrap(mt["meeting"].to_numpy(),
+                                      lambda i: stats.kendalltau(x[i], y[i]).statistic,
+                                      ("A", "qa", "gpt-4", "turn"), 200)
     assert (got["ci_low"], got["ci_high"]) == pytest.approx(
         tuple(np.quantile(reps, [0.025, 0.975])), abs=1e-10)
     # twice the smaller share of replicates on one side of 0, at least 1/B
     share = min((reps <= 0).mean(), (reps >= 0).mean())
     assert got["p"] == pytest.approx(max(2 * share, 1 / 200), abs=1e-12)
     assert got["note"] == ""
-
-
-def exact_wilcoxon_p(diff: np.ndarray) -> float:
-    """Two-sided exact p: share of sign flips whose W+ is at least as extreme."""
-    ranks = stats.rankdata(np.abs(diff))
-    observed = ranks[diff > 0].sum()
-    total = ranks.sum()
-    flips = np.array([sum(r for r, s in zip(ranks, signs, strict=True) if s)
-                      for signs in itertools.product([0, 1], repeat=diff.size)])
-    extreme = np.abs(flips - total / 2) >= abs(observed - total / 2) - 1e-9
-    return float(extreme.mean())
 
 
 def test_st_vs_mt_paired_difference_and_wilcoxon() -> None:
@@ -105,16 +85,10 @@ def test_st_vs_mt_paired_difference_and_wilcoxon() -> None:
     sums = pd.Series(diff).groupby(meetings).sum().to_numpy()
     assert got["p"] == pytest.approx(exact_sign_flip_p(sums), abs=1e-12)
     assert got["n_meetings"] == 3 and "cannot go below p = 0.25" in got["note"]
-    reps = explicit(meetings, lambda i: diff[i].mean(), ("A", "qa", "gpt-4", "st-mt"), 200)
+    reps = explicit_cluster_bootstrap(meetings, lambda i: diff[i].mean(),
+                                      ("A", "qa", "gpt-4", "st-mt"), 200)
     assert (got["ci_low"], got["ci_high"]) == pytest.approx(
         tuple(np.quantile(reps, [0.025, 0.975])), abs=1e-10)
-
-
-def exact_sign_flip_p(sums: np.ndarray) -> float:
-    """Share of the 2^M whole-meeting sign flips whose total is at least as far from 0."""
-    totals = [abs(sum(s * v for s, v in zip(signs, sums, strict=True)))
-              for signs in itertools.product([-1, 1], repeat=len(sums))]
-    return float(np.mean(np.asarray(totals) >= abs(sums.sum()) - 1e-9))
 
 
 def test_exact_wilcoxon_reference_on_a_tie_free_sample() -> None:

@@ -23,6 +23,10 @@ CRITERION_KEY = "battles.criterion"
 BASELINE_KEY = "battles.baseline"
 JUDGMENT_KEY = "battles.judgment"
 REFERENCE_KEY = "battles.reference"
+#: the pairwise table's columns shown first (criterion, position consistency and the notes
+#: behind its column picker)
+PAIR_KEYS = ("evaluator", "model_a", "model_b", "n", "wins", "ties", "losses", "mean_a",
+             "mean_a_ci_low", "mean_b", "mean_b_ci_low")
 
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner="Computing...")
@@ -114,8 +118,10 @@ if pairs is not None:
     st.caption("Same bytes as " + code_span(f"python -m elitr_core export pairwise --criterion "
                                        f"{criterion} {args}")
                + ": wins of model_a, CREAM means with 95% cluster-bootstrap CIs, share "
-               "of judgments asked in both orders that agree (position consistency).")
-    show_table(pairs, key="battles.pairs-table")
+               "of judgments asked in both orders that agree (position consistency, under "
+               "Columns).")
+    # the counts and CREAM means first, so that they fit a 1366 px screen
+    show_table(pairs, key="battles.pairs-table", keys=PAIR_KEYS)
     download_table(pairs, f"pairwise-{criterion}", table="pairwise")
 
 st.subheader("Ratings")

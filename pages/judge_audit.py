@@ -96,6 +96,12 @@ options = AuditOptions(judge=judge, human=human, half_width=float(half_width),
 command = (f"python -m elitr_core export {{}} --judge {judge} --human {human} "
            f"{cli_arguments(flt)}")
 BUILDERS = {table: build for tables in SECTIONS.values() for table, build in tables}
+#: the columns shown first of the widest tables, so that they fit a 1366 px screen (the
+#: others, PPI's mean, lambda and the notes among them, behind the table's column picker)
+KEYS = {"ppi": ("split", "setting", "mode", "model", "n_labelled", "judge_mean", "human_mean",
+                "human_ci_low", "ppipp_mean", "ppipp_ci_low"),
+        "ppi-active": ("split", "setting", "mode", "model", "n_labelled", "n_drawn_unscored",
+                       "judge_mean", "active_mean", "active_ci_low")}
 
 
 def section(table: str, explanation: str, extra: str = "", title: str = ""):
@@ -109,7 +115,7 @@ def section(table: str, explanation: str, extra: str = "", title: str = ""):
         return None
     if (build := BUILDERS.get(table)) is not None:  # ppi-active: a table only
         figure(build, frame, f"{table}-{judge}-{human}")
-    show_table(frame, key=f"audit.{table}-table")
+    show_table(frame, key=f"audit.{table}-table", keys=KEYS.get(table, ()))
     download_table(frame, table, table=table)
     return frame
 

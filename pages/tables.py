@@ -1,6 +1,6 @@
 """How every page shows a table: one precision per kind of number, p-values in the APA style
-(``.056``, ``< .001``), missing cells as an en dash, key columns first and the rest behind a
-column picker.
+(``.056``, ``< .001``), missing cells as an en dash, an interval as one ``[low, high]`` column,
+key columns first and the rest behind a column picker.
 
 Display only: the CSV/JSON/LaTeX downloads are rendered from the unformatted frame
 (``pages.downloads.download_table``) and stay byte-identical to the CLI. The formatting rules
@@ -15,9 +15,27 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from elitr_core.export.display import ordered_columns, printf_formats, styled
+from elitr_core.export.display import (
+    empty_notes,
+    interval_columns,
+    interval_label,
+    interval_strings,
+    ordered_columns,
+    printf_formats,
+    styled,
+)
+from pages.text import md
 
 TEXT_COLUMNS = ("question", "reference", "response")
+LONG_TEXT = 40
+"""Characters from which a text column (a question, a reference answer) is drawn wide; shorter
+ones (``reference``: the reference evaluator's name) keep the width of their content."""
+# The grid sizes a column by its first rows only (the PPI table's ppi_ci column came out 52 px
+# wide, its first rows having no interval, and cut "[5.12, 6.33]" further down): an interval
+# column gets the width of its longest text instead, at the pixels a character takes in the
+# grid's 14 px font (measured in Chromium: digits 5.8, header letters and underscores 7.1)
+# plus the cell's padding.
+PX_PER_CHAR, PX_PER_HEADER_CHAR, CELL_PADDING_PX = 6.2, 7.4, 18
 
 
 def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
@@ -26,20 +44,38 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
     """Show ``frame`` formatted; ``keys`` (those present) come first, and when given, the other
     columns hide behind a "Columns" picker. With ``select``, one row can be picked; the
     selection event is returned (``event.selection.rows``). ``column_config`` adds Streamlit
-    column settings (a progress bar, say) to the number formats."""
-    first, rest = ordered_columns(frame, keys)
+    column settings (a progress bar, say) to the number formats.
+
+    So that a table fits a 1366 px screen, an interval shows as one column, ``[low, high]``
+    (the low column carries the text and sorts by the low bound; the high one is not drawn),
+    a ``note`` column without a note is not drawn, and a short
+    ``reference`` (an evaluator's name, not an answer) is not drawn wide. The frame keeps
+    every column (tests and downloads read them)."""
+    data = styled(frame)
+    intervals = interval_columns(frame) if data is not frame else {}
+    low_of = {high: low for low, high in intervals.items()}
+    keys = list(dict.fromkeys(low_of.get(k, k) for k in keys))
+    hidden = set(low_of) | set(empty_notes(frame))
+    first, rest = ([c for c in part if c not in hidden]
+                   for part in ordered_columns(frame, keys))
     shown_columns = first + rest
     if keys and rest:
         with st.popover("Columns", icon=":material/view_column:"):
             extra = st.multiselect("More columns", rest, key=f"{key}.columns",
                                    placeholder="key columns only")
         shown_columns = first + [c for c in rest if c in extra]
-    data = styled(frame)
     config: dict[str, Any] = {c: st.column_config.TextColumn(width="large")
-                              for c in TEXT_COLUMNS if c in frame.columns}
+                              for c in TEXT_COLUMNS if c in frame.columns
+                              and frame[c].astype(str).str.len().max() > LONG_TEXT}
     if data is frame:  # no Styler: the browser formats the numbers
         config.update({c: st.column_config.NumberColumn(format=f)
                        for c, f in printf_formats(frame).items()})
+    for low, texts in interval_strings(frame).items() if intervals else ():
+        label = interval_label(low)
+        width = max(len(label) * PX_PER_HEADER_CHAR, max(map(len, texts), default=0) * PX_PER_CHAR)
+        config[low] = st.column_config.Column(
+            label=label, width=round(width + CELL_PADDING_PX),
+            help=md("{} to {} (both columns in the download)", low, intervals[low]))
     config.update(column_config or {})
     options: dict[str, Any] = {"on_select": "rerun", "selection_mode": "single-row"} \
         if select else {}

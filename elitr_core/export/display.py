@@ -5,7 +5,11 @@
 - correlations, kappas, ICCs, alphas, taus and their CI bounds: 3 decimals;
 - scores, means, standard deviations, differences, MAE and the like: 2 decimals;
 - counts: integers with thousands separators;
-- a missing cell: an en dash.
+- a missing cell: an en dash;
+- a ``note`` column without a note: not shown;
+- an interval (``ci_low`` and ``ci_high``, or ``X_ci_low`` and ``X_ci_high``): one cell
+  ``[low, high]`` in its low column (:func:`interval_columns`), the high column hidden, so a
+  table with intervals stays narrow enough for a 1366 px screen.
 
 Only what the page shows changes; the exported bytes come from the unformatted frame
 (``export/formats.render``), so downloads stay identical to the CLI (CSV and JSON keep the exact
@@ -33,6 +37,7 @@ COUNT_COLUMNS = frozenset({"n", "count", "items", "seeds", "rank", "answered", "
 # goes as is and the browser applies PRINTF (no en dash, p-values to three decimals then).
 STYLE_CELL_LIMIT = 20_000
 
+NOTE_COLUMNS = frozenset({"note"})
 ID_COLUMNS = frozenset({"seed", "sample", "question_id", "order_seed", "turn", "score_bin",
                         "bin", "year"})
 
@@ -113,15 +118,60 @@ def printf_formats(frame: pd.DataFrame) -> dict[str, str]:
     return {c: PRINTF[k] for c, k in kinds.items() if k != "text"}
 
 
-def display_strings(frame: pd.DataFrame) -> list[list[str]]:
-    """Every cell of ``frame`` as the page shows it (row by row)."""
+def interval_columns(frame: pd.DataFrame) -> dict[str, str]:
+    """``{low: high}`` for every interval of ``frame`` with numbers in both bounds: ``ci_low``
+    with ``ci_high``, ``X_ci_low`` with ``X_ci_high``."""
+    names = [str(c) for c in frame.columns]
+    if len(set(names)) != len(names):
+        return {}
+    pairs = {low: low.removesuffix("low") + "high" for low in names
+             if low == "ci_low" or low.endswith("_ci_low")}
+    return {low: high for low, high in pairs.items() if high in names and all(
+        pd.api.types.is_numeric_dtype(frame[c]) for c in (low, high))}
+
+
+def empty_notes(frame: pd.DataFrame) -> list[str]:
+    """The ``note`` column of a table with rows when no row has a note (missing or empty
+    text): nothing to read there. Other empty columns say something (no ``flags``: nobody
+    flagged) and stay."""
+    if frame.empty or not frame.columns.is_unique:
+        return []
+    return [str(c) for c in frame.columns if str(c) in NOTE_COLUMNS
+            and frame[c].fillna("").astype(str).str.strip().eq("").all()]
+
+
+def interval_label(low: str) -> str:
+    """The header of an interval shown in one column: ``ci``, ``human_ci`` (its low column's
+    name without ``_low``)."""
+    return low.removesuffix("_low")
+
+
+def _column_strings(frame: pd.DataFrame, column: Any,
+                    formats: dict[Any, Callable[[Any], str]]) -> list[str]:
+    fmt = formats.get(column)
+    return [fmt(v) if fmt else (MISSING if _missing(v) else str(v))
+            for v in frame[column].tolist()]
+
+
+def interval_strings(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Per interval (keyed by its low column): each row's ``[low, high]`` with the bounds'
+    precision, an en dash when a bound is missing."""
     formats = formatters(frame)
-    columns = []
-    for column in frame.columns:
-        values = frame[column]
-        fmt = formats.get(column)
-        columns.append([fmt(v) if fmt else (MISSING if _missing(v) else str(v))
-                        for v in values.tolist()])
+    out = {}
+    for low, high in interval_columns(frame).items():
+        bounds = zip(_column_strings(frame, low, formats), _column_strings(frame, high, formats),
+                     strict=True)
+        out[low] = [MISSING if MISSING in (a, b) else f"[{a}, {b}]" for a, b in bounds]
+    return out
+
+
+def display_strings(frame: pd.DataFrame) -> list[list[str]]:
+    """Every cell of ``frame`` as the page shows it (row by row); the low column of an
+    interval shows the whole interval (:func:`interval_strings`)."""
+    formats = formatters(frame)
+    intervals = interval_strings(frame)
+    columns = [intervals.get(str(c)) or _column_strings(frame, c, formats)
+               for c in frame.columns]
     return [list(row) for row in zip(*columns, strict=True)] if columns else []
 
 
@@ -169,11 +219,11 @@ def display_styler(frame: pd.DataFrame) -> Styler:
 
 
 def styled(frame: pd.DataFrame) -> Styler | pd.DataFrame:
-    """``frame`` with its display strings (a Styler) when it has a missing cell or a p-value
-    column (``< .001`` is no printf format), else the frame itself (shown with
+    """``frame`` with its display strings (a Styler) when it has a missing cell, a p-value
+    column (``< .001`` is no printf format) or an interval, else the frame itself (shown with
     :func:`printf_formats`)."""
     if frame.size > STYLE_CELL_LIMIT or not frame.columns.is_unique or not (
-            frame.isna().to_numpy().any() or any(
+            frame.isna().to_numpy().any() or interval_columns(frame) or any(
                 is_p_column(c) and pd.api.types.is_numeric_dtype(frame[c])
                 for c in frame.columns)):
         # the browser applies PRINTF: Streamlit's Styler path (2 ms a column) is not worth

@@ -129,6 +129,16 @@ def wait_for_text() -> Callable[..., None]:
     return wait
 
 
+def wait_idle(driver: object, timeout: float = 120) -> None:
+    """Until the app's script run has finished and no spinner or skeleton is left."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script(  # type: ignore[attr-defined]
+        "const app = document.querySelector('[data-test-script-state]');"
+        "return !!app && app.getAttribute('data-test-script-state') === 'notRunning' && "
+        "!document.querySelector('[data-testid=stSkeleton], [data-testid=stSpinner]');"))
+
+
 def screenshot(driver: object, name: str, *, settle: float = 2.0) -> Path:
     """Save a PNG under artifacts/screenshots/ and return its path.
 

@@ -9,7 +9,11 @@ from elitr_core.export.display import (
     MISSING,
     STYLE_CELL_LIMIT,
     display_strings,
+    empty_notes,
     format_p,
+    interval_columns,
+    interval_label,
+    interval_strings,
     number_kind,
     ordered_columns,
     p_text,
@@ -84,3 +88,29 @@ def test_latex_writes_p_values_in_the_apa_style_and_csv_keeps_the_digits() -> No
     assert "a & .056 & $>$ .999" in latex and "b & $<$ .001 & .200" in latex
     assert "0.000" not in latex and "0.056" not in latex
     assert "2e-09" in render(frame, "csv") and "0.0563" in render(frame, "csv")
+
+
+def test_an_interval_reads_as_one_cell_with_its_bounds_precision() -> None:
+    frame = pd.DataFrame({
+        "model": ["GPT-4", "LongAlpaca-7B", "Vicuna-13B-v1.5"],
+        "human_mean": [7.456, 5.0, np.nan], "human_ci_low": [6.999, 4.0, np.nan],
+        "human_ci_high": [8.1234, 6.0, np.nan], "r": [0.5, 0.6, 0.7],
+        "ci_low": [0.41234, np.nan, 0.5], "ci_high": [0.61234, 0.9, 0.8],
+        "mean_a_ci_low": [1.0, 2.0, 3.0], "note": ["", None, " "], "flags": ["", "", ""],
+    })
+    # an interval needs both bounds; a low column alone stays a number
+    assert interval_columns(frame) == {"human_ci_low": "human_ci_high", "ci_low": "ci_high"}
+    assert interval_strings(frame) == {
+        "human_ci_low": ["[7.00, 8.12]", "[4.00, 6.00]", MISSING],  # a score's 2 decimals
+        "ci_low": ["[0.412, 0.612]", MISSING, "[0.500, 0.800]"],  # next to r: 3 decimals
+    }
+    rows = display_strings(frame)
+    assert rows[0][2] == "[7.00, 8.12]" and rows[0][3] == "8.12"  # the high column as before
+    complete = frame.drop(columns="note").dropna()
+    assert len(complete) == 1 and styled(complete) is not complete  # intervals: display strings
+    assert interval_label("human_ci_low") == "human_ci" and interval_label("ci_low") == "ci"
+    assert empty_notes(frame) == ["note"]  # no flags says something: that column stays
+    assert empty_notes(frame.assign(note=["", "", "one bin"])) == []
+    assert empty_notes(frame.iloc[:0]) == []  # a table without rows keeps its headers
+    text_bounds = frame.assign(ci_low=frame["ci_low"].astype(str))
+    assert "ci_low" not in interval_columns(text_bounds)

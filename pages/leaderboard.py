@@ -45,6 +45,9 @@ def default_evaluator(evaluators: list[str]) -> str:
     return DEFAULT_JUDGE if DEFAULT_JUDGE in evaluators else evaluators[0]
 
 
+#: the Two models table's columns shown first, so that it fits a 1366 px screen
+DIFFERENCE_KEYS = ("setting", "mode", "evaluator", "n", "n_meetings", "mean_a", "mean_b",
+                   "difference", "ci_low", "p")
 #: the Differentiating tab's columns, in the paper's order
 SETTING_MODE_ORDER = ("QA-st", "QA-mt", "Conv-mt")
 FIGURE, LONG, FAMILIES, DIFFERENTIATING, TWO_MODELS = (
@@ -150,5 +153,9 @@ with tab:
                                + cli_arguments(flt)))
         difference = shown(export_table, "model-difference", flt)
         if difference is not None:
-            show_table(difference, key="leaderboard.difference-table")
+            if len(difference):  # one pair: its names here, their columns under Columns
+                pair = difference.iloc[0]
+                st.caption(md("model_a is {}, model_b {}; the notes, wilcoxon and p_naive are "
+                              "under Columns.", pair["model_a"], pair["model_b"]))
+            show_table(difference, key="leaderboard.difference-table", keys=DIFFERENCE_KEYS)
             download_table(difference, "model-difference", table="model-difference")

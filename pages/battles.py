@@ -9,7 +9,7 @@ from elitr_core.data.database import reading
 from elitr_core.export import pairwise, pairwise_figures
 from elitr_core.stats.pairwise import defined_criteria
 from pages.auth_ui import RESEARCHER, require_role
-from pages.data import CACHE_TTL_S, cached_figure, database_url, engine
+from pages.data import cached_figure, database_url, engine, score_cache
 from pages.defaults import Defaults, View, declare_views
 from pages.downloads import download_figure, download_table
 from pages.filters import cli_arguments, describe, sidebar_filters
@@ -29,7 +29,7 @@ PAIR_KEYS = ("evaluator", "model_a", "model_b", "n", "wins", "ties", "losses", "
              "mean_a_ci_low", "mean_b", "mean_b_ci_low")
 
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner="Computing...")
+@score_cache(show_spinner="Computing...")
 def table(url, name, flt, criterion=None, baseline=None,  # type: ignore[no-untyped-def]
           reference="gold-human"):
     """``python -m elitr_core export NAME`` for these filters (``url`` keys the cache)."""
@@ -38,7 +38,7 @@ def table(url, name, flt, criterion=None, baseline=None,  # type: ignore[no-unty
                                              baseline=baseline, reference=reference)
 
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+@score_cache(show_spinner=False)
 def choices(url, flt, judge):  # type: ignore[no-untyped-def]
     with reading(engine()) as session:
         return pairwise.judgment_choices(session, flt, judge)

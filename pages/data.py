@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from elitr_core.data.database import Engine
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 CACHE_TTL_S = 300
 """Read caches live five minutes: imports and new scores show up without a restart."""
@@ -55,6 +56,22 @@ def get_engine_or_stop() -> Engine:
         raise  # unreachable: st.stop() raises
 
 
+#: the cached reads that hold scores, by the code that defines them (a page registers its own
+#: each time it runs; the latest registration stands for the same cache)
+_SCORE_CACHES: dict[str, Any] = {}
+
+
+def score_cache(*, ttl: float = CACHE_TTL_S, **options: Any) -> Callable[[F], F]:
+    """``st.cache_data(ttl=..., **options)`` for a read that holds scores (or anything computed
+    from them): :func:`forget_scores` clears it when a page stores scores."""
+    def decorate(func: F) -> F:
+        cached = st.cache_data(ttl=ttl, **options)(func)
+        _SCORE_CACHES[f"{func.__code__.co_filename}:{func.__qualname__}"] = cached
+        return cached  # type: ignore[return-value]
+
+    return decorate
+
+
 # cache_resource, not cache_data: every page reads this frame, and cache_data would unpickle a
 # copy on each call (0.05 s for the bundled 8,000 scores); no caller modifies it
 @st.cache_resource(ttl=CACHE_TTL_S, max_entries=32, show_spinner="Loading scores...")
@@ -64,6 +81,17 @@ def _scores_frame(url: str | None, flt: Any) -> Any:
 
     with reading(_engine_for(url)) as session:
         return scores_table(session, flt)
+
+
+def forget_scores() -> None:
+    """Forget the cached reads that hold scores, so that every page shows scores a page has
+    just stored (a study closed, its aggregate updated, an annotator excluded) on its next run
+    instead of after the caches' ``CACHE_TTL_S``; the caches that hold none (the engine,
+    transcript excerpts, a study's agreement keyed by its answers) stay."""
+    for cached in list(_SCORE_CACHES.values()):
+        cached.clear()
+    _scores_frame.clear()
+    _figure.clear()
 
 
 def clear_caches() -> None:
@@ -79,7 +107,7 @@ def scores_frame(flt: Any) -> Any:
     return _scores_frame(database_url(), flt)
 
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner="Computing...")
+@score_cache(show_spinner="Computing...")
 def _export_table(url: str | None, name: str, flt: Any, reference: str,
                   groups: tuple[tuple[str, tuple[str, ...]], ...], audit: Any) -> Any:
     from elitr_core.data.database import reading
@@ -99,7 +127,7 @@ def export_table(name: str, flt: Any, *, reference: str = "gold-human",
     return _export_table(database_url(), name, flt, reference, groups, audit)
 
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner="Computing...")
+@score_cache(show_spinner="Computing...")
 def _computed(url: str | None, flt: Any, name: str, kwargs: tuple[tuple[str, Any], ...],
               _func: Callable[..., Any]) -> Any:
     return _func(_scores_frame(url, flt), **dict(kwargs))
@@ -112,7 +140,7 @@ def computed(func: Callable[..., T], flt: Any, **kwargs: Any) -> T:
     return _computed(database_url(), flt, name, tuple(sorted(kwargs.items())), func)  # type: ignore[no-any-return]
 
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner="Loading responses...")
+@score_cache(show_spinner="Loading responses...")
 def _question_table(url: str | None, flt: Any) -> Any:
     import pandas as pd
 

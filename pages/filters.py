@@ -17,7 +17,7 @@ import streamlit as st
 
 from elitr_core import vocab
 from elitr_core.data.browse import ScoreFilter
-from pages.data import CACHE_TTL_S, database_url, engine
+from pages.data import database_url, engine, score_cache
 from pages.state import FILTERS_KEY
 from pages.text import Markdown, plain
 
@@ -36,7 +36,7 @@ ALL = "all"
 LABELS = {ALL: "all", **vocab.LABELS}
 
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+@score_cache(show_spinner=False)
 def _options(url: str | None) -> dict[str, list[str]]:
     from elitr_core.data.browse import filter_options
     from elitr_core.data.database import reading

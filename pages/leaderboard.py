@@ -10,7 +10,7 @@ from elitr_core.export.groups import parse_groups
 from elitr_core.stats.leaderboard import board_wide
 from elitr_core.vocab import ANSWER_POSITIONS_NOTE
 from pages.auth_ui import RESEARCHER, require_role
-from pages.data import CACHE_TTL_S, cached_figure, export_table
+from pages.data import cached_figure, export_table, score_cache
 from pages.defaults import DEFAULT_JUDGE, Defaults, View, declare_views
 from pages.downloads import download_table
 from pages.figures import show_figure
@@ -26,7 +26,7 @@ GROUPS_KEY = "leaderboard.groups"
 RANK_KEY = "leaderboard.rank_by"
 SECTION_KEY = "leaderboard.section"
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+@score_cache(show_spinner=False)
 def main_table(flt: object, evaluator: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Means and seed standard deviations, models x setting/split (cached per filters)."""
     board = export_table("leaderboard", flt)

@@ -18,6 +18,7 @@ from elitr_core.annotation.guidelines import examples_of, set_study_examples
 from elitr_core.annotation.quality import (
     aggregate,
     exclude_annotator,
+    get_study,
     quality_report,
     study_agreement,
 )
@@ -27,7 +28,7 @@ from elitr_core.data.browse import list_studies, meetings, runs_per_model
 from elitr_core.data.database import reading, writing
 from elitr_core.errors import UserError
 from pages.auth_ui import RESEARCHER, public_base_url, require_role
-from pages.data import database_url, get_engine_or_stop
+from pages.data import database_url, forget_scores, get_engine_or_stop, score_cache
 from pages.messages import guarded
 from pages.tables import show_table
 from pages.text import code_span, md, plain
@@ -82,7 +83,7 @@ def _examples_editor(study: str) -> None:
                        "The default examples are restored.")
 
 
-@st.cache_data(ttl=60, show_spinner=False)
+@score_cache(ttl=60, show_spinner=False)
 def _plan(url: str | None, split: str | None, setting: str | None, mode: str | None,
           judge: str, human: str, half_width: float) -> pd.DataFrame:
     """The human-budget planner's table (cached: the expander is drawn on every run)."""
@@ -111,13 +112,59 @@ def _close(study: str) -> None:
     """Close after the confirmation; runs before the page redraws (one run, not two)."""
     st.session_state.pop(CONFIRM_KEY, None)
     if _write(close_study, study) is not None:
+        forget_scores()  # the analysis pages show the stored aggregate on their next run
         st.session_state[MESSAGE_KEY] = f"{study} is closed; its aggregate is stored."
+
+
+def _aggregate(study: str) -> None:
+    stored = _write(aggregate, study)
+    if stored is not None:
+        forget_scores()
+        st.session_state[MESSAGE_KEY] = f"{stored:d} aggregate score(s) stored."
 
 
 def _exclude(study: str, target: str, reason: str) -> None:
     """Runs before the page redraws, so the tables below already show the exclusion."""
     if _write(exclude_annotator, study, target, reason) is not None:
+        forget_scores()  # the aggregate without them
         st.session_state[MESSAGE_KEY] = f"{target} excluded; their task is open for a replacement."
+
+
+def _state(study: str) -> str | None:
+    with reading(engine) as session:
+        found = guarded(get_study, session, study)
+        return None if found is None else str(found.status)
+
+
+@st.fragment
+def study_controls(study: str, summary: dict) -> None:  # type: ignore[type-arg]
+    """The study's figures and what can be done to it as a whole (update the aggregate, close
+    after a confirmation, re-open). A click here reruns this part alone: none of it changes
+    the tables below, and a whole run redrew their six grids, which made closing take seconds
+    in the browser. ``summary``: the page run's figures; the status is read anew."""
+    state = _state(study)
+    if state is None:
+        return
+    cols = st.columns(5)
+    for col, key in zip(cols, ("status", "items", "units", "annotators", "scores"), strict=True):
+        col.metric(plain(key.capitalize()), plain(state if key == "status" else summary[key]))
+    c1, c2, c3 = st.columns(3)
+    c1.button("Update the aggregate scores", on_click=_aggregate, args=(study,))
+    if state == "open" and st.session_state.get(CONFIRM_KEY) == study:
+        st.warning(md("Close {}? Annotators can no longer answer or revise; the aggregate "
+                      "is stored. You can re-open it later.", study))
+        yes, no, _ = st.columns([1, 1, 2])
+        yes.button("Yes, close the study", type="primary", key="studies.close-yes",
+                   on_click=_close, args=(study,))
+        no.button("Cancel", key="studies.close-cancel",
+                  on_click=lambda: st.session_state.pop(CONFIRM_KEY, None))
+    elif state == "open":
+        c2.button("Close the study", type="primary", key="studies.close",
+                  on_click=lambda: st.session_state.update({CONFIRM_KEY: study}))
+    else:
+        c3.button("Re-open the study", on_click=_write, args=(reopen_study, study))
+    if st.session_state.get(MESSAGE_KEY):
+        st.success(plain(st.session_state.pop(MESSAGE_KEY)))
 
 
 with reading(engine) as session:
@@ -217,11 +264,7 @@ with status_tab:
     if status is None:
         st.stop()
     agreement = guarded(_agreement, database_url(), study, _version(status))
-    if st.session_state.get(MESSAGE_KEY):
-        st.success(plain(st.session_state.pop(MESSAGE_KEY)))
-    cols = st.columns(5)
-    for col, key in zip(cols, ("status", "items", "units", "annotators", "scores"), strict=True):
-        col.metric(plain(key.capitalize()), plain(status.summary[key]))
+    study_controls(study, status.summary)
     st.caption("Scores go to evaluator " + code_span(status.summary["evaluator"])
                + md("; order seed {}; {} annotator(s) per item.", status.summary["order_seed"],
                     status.summary["per_item"]))
@@ -256,20 +299,3 @@ with status_tab:
             st.caption(plain(message))
     with st.expander("Guidelines: worked examples the annotators see"):
         _examples_editor(study)
-    c1, c2, c3 = st.columns(3)
-    if c1.button("Update the aggregate scores"):
-        st.success(md("{} aggregate score(s) stored.", _write(aggregate, study)))
-    if status.summary["status"] == "open" and st.session_state.get(CONFIRM_KEY) == study:
-        st.warning(md("Close {}? Annotators can no longer answer or revise; the aggregate "
-                      "is stored. You can re-open it later.", study))
-        yes, no, _ = st.columns([1, 1, 2])
-        yes.button("Yes, close the study", type="primary", key="studies.close-yes",
-                   on_click=_close, args=(study,))
-        no.button("Cancel", key="studies.close-cancel",
-                  on_click=lambda: st.session_state.pop(CONFIRM_KEY, None))
-    elif status.summary["status"] == "open":
-        c2.button("Close the study", type="primary", key="studies.close",
-                  on_click=lambda: st.session_state.update({CONFIRM_KEY: study}))
-    elif c3.button("Re-open the study"):
-        _write(reopen_study, study)
-        st.rerun()

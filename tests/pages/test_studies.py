@@ -241,3 +241,38 @@ def test_worked_examples_are_saved_from_the_status_tab(url: str) -> None:
     assert f"{len(DEFAULT_EXAMPLES)} worked example(s) saved." in app.success[0].value
     with reading(open_database(url)) as session:
         assert examples_of(session, "guided") == list(DEFAULT_EXAMPLES)
+
+
+def test_analysis_pages_show_a_study_s_new_aggregate_at_once(url: str) -> None:
+    """Closing a study stores its aggregate anew, here with the answers given after the first
+    annotator finished (which the aggregate did not hold yet); excluding an annotator stores it
+    without them. The Leaderboard, open in another session, shows each on its next run, not
+    once its cached reads are five minutes old."""
+    engine = open_database(url)
+    with writing(engine) as session:
+        create_study(session, StudySpec(name="s", per_item=2, meetings=("meeting_en_test2_901",)))
+        tokens = [add_annotator(session, name, "silver") for name in ("first", "late")]
+    for token, answers, value in zip(tokens, (6, 3), (2, 10), strict=True):
+        entry = enter_with_token(engine, token)  # "first" finishes: the aggregate holds 2s
+        for position in range(answers):
+            submit(engine, entry, position, value, seconds=10.0)
+    board = AppTest.from_file(APP, default_timeout=60).run()
+    board.switch_page("pages/leaderboard.py").run()
+    board.multiselect(key="filters.evaluators.widget").set_value(["silver-human:s"]).run()
+
+    def means() -> set[float]:
+        assert not board.exception
+        return set(board.dataframe[0].value["QA-st test2"])
+
+    assert means() == {2.0}
+    studies = _studies_page()
+    _button(studies, "Close the study").click().run()
+    _button(studies, "Yes, close the study").click().run()
+    assert "is closed" in studies.success[0].value
+    board.run()
+    assert means() == {4.0}  # the 3 responses "late" answered: (2 + 10) / 2 per model
+    studies.selectbox(key="studies.exclude").set_value("late").run()
+    [b for b in studies.button if b.label.startswith("Exclude")][0].click().run()
+    assert "late excluded" in studies.success[0].value
+    board.run()
+    assert means() == {2.0}

@@ -16,7 +16,7 @@ import torch
 import transformers
 from transformers import AttentionInterface, AutoModelForCausalLM
 
-from elitr_core.backends.shared_prefix import attend_with_lse, flex_with_lse
+from elitr_core.backends.lse_attention import attend_with_lse, flex_with_lse
 
 VERSIONS = f"torch {torch.__version__}, transformers {transformers.__version__}"
 

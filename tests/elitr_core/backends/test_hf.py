@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from elitr_core.backends import shared_prefix
+from elitr_core.backends import lse_attention, shared_prefix
 from elitr_core.backends.base import (
     Completion,
     Conversation,
@@ -202,7 +202,7 @@ def test_meetings_decode_together_and_match_naive(
     # or (with a 4 KiB score budget, suffixes too) chunk by chunk.
     monkeypatch.setattr(shared_prefix, "FUSED", path == "fused")
     if path == "fused":  # the public flex_attention, eager here (compiled on CUDA)
-        monkeypatch.setattr(shared_prefix, "fused_kernel", lambda q: shared_prefix.flex_with_lse)
+        monkeypatch.setattr(shared_prefix, "fused_kernel", lambda q: lse_attention.flex_with_lse)
     if path == "math in chunks":
         monkeypatch.setattr(shared_prefix, "SCORE_BYTES_PER_CHUNK", 4096)
     backend.batch_size = 3

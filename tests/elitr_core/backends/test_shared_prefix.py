@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from elitr_core.backends import shared_prefix
+from elitr_core.backends import lse_attention, shared_prefix
 from elitr_core.backends.shared_prefix import SharedPrefixBatch
 
 # The CPU has no compiled flex_attention: "fused" runs the same public op eagerly.
@@ -34,7 +34,7 @@ def test_decode_step_equals_attention_over_prefix_and_suffix(
     # its group's prefix followed by its own suffix.
     monkeypatch.setattr(shared_prefix, "FUSED", fused)
     if fused and device == "cpu":  # no compiled kernel on the CPU: the same public op, eager
-        monkeypatch.setattr(shared_prefix, "fused_kernel", lambda q: shared_prefix.flex_with_lse)
+        monkeypatch.setattr(shared_prefix, "fused_kernel", lambda q: lse_attention.flex_with_lse)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     gen = torch.Generator().manual_seed(0)
     kv_heads, heads, dim, lengths = 2, 4, 64, (37, 0, 20)

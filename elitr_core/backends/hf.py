@@ -52,7 +52,13 @@ from elitr_core.backends.hf_cache import (
     resolve_dtype,
     truncate_tokens,
 )
-from elitr_core.backends.hf_memory import PlannedRow, TokenBytes, memory_budget, plan_waves
+from elitr_core.backends.hf_memory import (
+    PlannedRow,
+    TokenBytes,
+    bucket_limits,
+    memory_budget,
+    plan_waves,
+)
 from elitr_core.backends.hf_waves import TurnState, decode_conversations, decode_groups
 from elitr_core.errors import UserError
 
@@ -374,7 +380,8 @@ class HFBackend(Backend):
     def waves(self, rows: Sequence[PlannedRow], max_new_tokens: int) -> list[range]:
         """The rows decoded together: ``batch_size`` at a time, or as many as memory holds."""
         budget = sys.maxsize if self.batch_size is not None else memory_budget(self.device)
-        return plan_waves(rows, max_new_tokens, self._token_bytes, budget, self.batch_size)
+        return plan_waves(rows, max_new_tokens, self._token_bytes, budget, self.batch_size,
+                          bucket_limits(self.device).max_tokens)
 
     def row(self, index: int, prompt: list[int], decoding: DecodingConfig,
             cached: int) -> DecodingRow:

@@ -27,7 +27,7 @@ from elitr_core.backends.hf_cache import (
     decode_rows,
     right_aligned_suffixes,
 )
-from elitr_core.backends.hf_memory import PlannedRow
+from elitr_core.backends.hf_memory import PlannedRow, bucket_limits, plan_buckets
 from elitr_core.backends.shared_prefix import (
     ATTENTION_NAME,
     KeyValues,
@@ -130,8 +130,12 @@ def decode_wave(
     decoding: DecodingConfig,
     finish: Callable[[DecodingRow], None],
 ) -> None:
-    """Prefill the rows' suffixes (right-aligned, pads masked), then decode them together."""
-    groups = sorted({row.group for row in wave})
+    """Prefill the rows' suffixes (in length buckets, right-aligned, pads masked), then decode
+    them together."""
+    # Longest suffix first, for the buckets; groups in the order their rows come, so that a
+    # bucket's groups are near each other in the stack.
+    wave = sorted(wave, key=lambda row: shared[row.group] - len(row.prompt))
+    groups = list(dict.fromkeys(row.group for row in wave))
     slot = {group: i for i, group in enumerate(groups)}
     suffixes = [row.prompt[shared[row.group] :] for row in wave]
     capacity = max(map(len, suffixes)) + decoding.max_new_tokens
@@ -146,14 +150,36 @@ def decode_wave(
         prefixes[group] = (views, prefixes[group][1])
         if group in caches and views:
             keep_views(caches[group], views)
-    ids, valid, positions = right_aligned_suffixes(
-        suffixes, [shared[row.group] for row in wave], backend.pad_id, backend.device
-    )
     with shared_attention(backend):
-        logits = shared_forward(backend, batch, ids, positions, valid)
+        logits = prefill(backend, batch, suffixes, [shared[row.group] for row in wave])
         backend.peak_kv_bytes = max(backend.peak_kv_bytes, batch.kv_bytes())
         step = partial(shared_forward, backend, batch)
         decode_rows(step, batch.select, wave, logits, decoding, backend.eos_ids, finish)
+
+
+def prefill(backend: Engine, batch: SharedPrefixBatch, suffixes: Sequence[Sequence[int]],
+            starts: Sequence[int]) -> torch.Tensor:
+    """Prefill the rows' suffixes (longest first), each after its prefix of ``starts[i]``
+    tokens; every row's first-token logits.
+
+    All suffixes are right-aligned to the longest, as one forward would take them, but the
+    rows run in buckets of similar lengths (:func:`~elitr_core.backends.hf_memory.plan_buckets`),
+    each a forward of its :meth:`~SharedPrefixBatch.window` over its own longest suffix: the
+    same keys, values and logits as one forward of all rows (within float rounding), with the
+    pads of a bucket instead of the pads of the wave.
+    """
+    lengths = [len(suffix) for suffix in suffixes]
+    longest = lengths[0]
+    logits = []
+    for rows in plan_buckets(lengths, bucket_limits(backend.device)):
+        width = lengths[rows.start]
+        ids, valid, positions = right_aligned_suffixes(
+            suffixes[rows.start : rows.stop], starts[rows.start : rows.stop], backend.pad_id,
+            backend.device)
+        window = batch.window(rows, range(longest - width, longest))
+        logits.append(shared_forward(backend, window, ids, positions, valid))
+    batch.prefilled(longest)
+    return torch.cat(logits) if len(logits) > 1 else logits[0]
 
 
 def shared_forward(
@@ -232,22 +258,20 @@ def _one_round(
     decoding: DecodingConfig,
     on_result: ResultCallback,
 ) -> None:
+    # Longest suffix first, for the prefill's buckets (each conversation is its own group).
+    order = sorted(range(len(rows)), key=lambda i: rows[i].cached_tokens - len(rows[i].prompt))
+    wave, rows = [wave[i] for i in order], [rows[i] for i in order]
     for slot, row in enumerate(rows):
         row.group, row.position = slot, slot
+    suffixes = [r.prompt[r.cached_tokens :] for r in rows]
     batch = SharedPrefixBatch(
         [c.layers for c in wave],
         list(range(len(wave))),
-        max(len(r.prompt) - r.cached_tokens for r in rows) + decoding.max_new_tokens,
+        len(suffixes[0]) + decoding.max_new_tokens,
         backend.device,
     )
     for slot, conversation in enumerate(wave):  # held once, in the stack
         conversation.layers = batch.prefix_views(slot)
-    ids, valid, positions = right_aligned_suffixes(
-        [r.prompt[r.cached_tokens :] for r in rows],
-        [r.cached_tokens for r in rows],
-        backend.pad_id,
-        backend.device,
-    )
     current = list(rows)
 
     def finish(row: DecodingRow) -> None:
@@ -279,6 +303,6 @@ def _one_round(
         current[:] = [current[i] for i in kept.tolist()]
 
     with shared_attention(backend):
-        logits = shared_forward(backend, batch, ids, positions, valid)
+        logits = prefill(backend, batch, suffixes, [r.cached_tokens for r in rows])
         step = partial(shared_forward, backend, batch)
         decode_rows(step, select, rows, logits, decoding, backend.eos_ids, finish)

@@ -97,23 +97,82 @@ class SharedPrefixBatch:
         capacity: int,
         device: torch.device,
     ) -> None:
-        self.groups = len(prefixes)
-        self.capacity = capacity
+        lengths = [layers[0][0].shape[2] if layers else 0 for layers in prefixes]
+        keys, values = _stack_prefixes(prefixes, lengths)
+        valid = torch.zeros((len(row_groups), capacity), dtype=torch.bool, device=device)
+        self._hold(keys, values, lengths, row_groups, valid, None)
+
+    def _hold(
+        self,
+        prefix_keys: list[torch.Tensor],
+        prefix_values: list[torch.Tensor],
+        prefix_lengths: Sequence[int],
+        row_groups: Sequence[int],
+        valid: torch.Tensor,
+        window: tuple[SharedPrefixBatch, slice, slice] | None,
+    ) -> None:
+        """Start empty: the stacked prefixes, every row's group, the rows' ``valid`` mask (its
+        width is the buffers' capacity) and, for a :meth:`window`, whose buffers it views."""
+        self.groups = len(prefix_lengths)
+        self.capacity = valid.shape[1]
         self.keys: dict[int, torch.Tensor] = {}  # per layer, allocated at its first forward
         self.values: dict[int, torch.Tensor] = {}
-        self.valid = torch.zeros((len(row_groups), capacity), dtype=torch.bool, device=device)
+        self.valid = valid
         self.length = 0
         self._new_valid: torch.Tensor | None = None
         self._allowed: torch.Tensor | None = None  # the suffix mask of the running forward
-        self.prefix_lengths = [layers[0][0].shape[2] if layers else 0 for layers in prefixes]
-        self.prefix_keys, self.prefix_values = _stack_prefixes(prefixes, self.prefix_lengths)
+        self._window = window
+        self.prefix_lengths = list(prefix_lengths)
+        self.prefix_keys, self.prefix_values = prefix_keys, prefix_values
         self.prefix_mask: torch.Tensor | None = None  # (groups, 1, 1, longest), False on pads
         longest = max(self.prefix_lengths, default=0)
         if self.prefix_keys and min(self.prefix_lengths) < longest:
-            at = torch.arange(longest, device=device)
-            lengths = torch.tensor(self.prefix_lengths, device=device)
+            at = torch.arange(longest, device=valid.device)
+            lengths = torch.tensor(self.prefix_lengths, device=valid.device)
             self.prefix_mask = (at[None, :] < lengths[:, None])[:, None, None, :]
         self._set_rows(torch.tensor(list(row_groups), dtype=torch.long))
+
+    def window(self, rows: range, positions: range) -> SharedPrefixBatch:
+        """The rows ``rows`` alone, over the positions ``positions`` of their buffers.
+
+        A prefill in length buckets: each bucket of rows is one forward of its own window
+        (its suffixes right-aligned to the bucket's longest, which ends where the longest of
+        all ends), so it computes its own pads only. The window's buffers and ``valid`` mask
+        are views of this batch's: what its forward writes lands here. It attends the groups
+        its rows belong to (from the first to the last of them: a slice of the stack, never a
+        copy; rows must be ordered so that a bucket's groups are few and near). Then
+        :meth:`prefilled` makes the positions part of every row's suffix.
+        """
+        if self.length:
+            raise RuntimeError("windows prefill an empty batch")  # a bug, never user input
+        groups = self.row_groups[rows.start : rows.stop]
+        first, last = int(groups.min()), int(groups.max()) + 1
+        lengths = self.prefix_lengths[first:last]
+        longest = max(lengths)
+        keys = [k[first:last, :, :longest] for k in self.prefix_keys] if longest else []
+        values = [v[first:last, :, :longest] for v in self.prefix_values] if longest else []
+        own = (slice(rows.start, rows.stop), slice(positions.start, positions.stop))
+        view = SharedPrefixBatch.__new__(SharedPrefixBatch)
+        view._hold(keys, values, lengths, (groups - first).tolist(), self.valid[own],
+                   (self, *own))
+        return view
+
+    def prefilled(self, width: int) -> None:
+        """Windows (:meth:`window`) filled the first ``width`` positions of every row: they
+        are now part of the rows' suffixes (positions no window wrote stay masked)."""
+        self.length = width
+
+    def _buffers(self, layer: int, key: torch.Tensor,
+                 value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``layer``'s key and value buffers (rows, kv_heads, capacity, d), zeroed; a
+        window's are views of its batch's."""
+        if self._window is None:
+            shape = (self.valid.shape[0], key.shape[1], self.capacity, key.shape[3])
+            return key.new_zeros(shape), value.new_zeros(shape)
+        batch, rows, positions = self._window
+        if layer not in batch.keys:
+            batch.keys[layer], batch.values[layer] = batch._buffers(layer, key, value)
+        return batch.keys[layer][rows, :, positions], batch.values[layer][rows, :, positions]
 
     def _set_rows(self, row_groups: torch.Tensor) -> None:
         """Place every row in a ``(groups x per_group)`` grid of prefix query slots."""
@@ -125,6 +184,7 @@ class SharedPrefixBatch:
             ranks.append(counts[group])
             counts[group] += 1
         self.per_group = max(counts, default=0)
+        self.counts = counts
         slots = [g * self.per_group + rank for g, rank in zip(groups, ranks, strict=True)]
         self.slots = torch.tensor(slots, dtype=torch.long, device=self.valid.device)
 
@@ -190,8 +250,7 @@ class SharedPrefixBatch:
         rep = heads // kv_heads
         start, end = self.length, self.length + width
         if layer not in self.keys:
-            shape = (rows, kv_heads, self.capacity, head_dim)
-            self.keys[layer], self.values[layer] = key.new_zeros(shape), value.new_zeros(shape)
+            self.keys[layer], self.values[layer] = self._buffers(layer, key, value)
         self.keys[layer][:, :, start:end] = key
         self.values[layer][:, :, start:end] = value
         # Query heads sharing a KV head are folded together: row r's (head, token) is rep*width.
@@ -245,11 +304,11 @@ class SharedPrefixBatch:
             parts = []
             for group, length in enumerate(self.prefix_lengths):
                 query = folded[group : group + 1]
-                if length:
+                if length and self.counts[group]:
                     got = kernel(query, keys[group : group + 1, :, :length],
                                  values[group : group + 1, :, :length], scale)
                     parts.append((got[0], got[1].float()))
-                else:  # nothing to attend: adds nothing when merged
+                else:  # nothing to attend, or no row asks: adds nothing when merged
                     lse = torch.full(query.shape[:-1], -math.inf, device=query.device)
                     parts.append((torch.zeros_like(query), lse))
         else:

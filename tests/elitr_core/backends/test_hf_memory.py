@@ -7,9 +7,14 @@ import torch
 from transformers import LlamaConfig
 
 from elitr_core.backends.hf_memory import (
+    CPU_BUCKETS,
+    GPU_BUCKETS,
+    PAD_SHARE,
+    BucketLimits,
     PlannedRow,
     TokenBytes,
     memory_budget,
+    plan_buckets,
     plan_waves,
     wave_bytes,
 )
@@ -72,6 +77,49 @@ def test_a_row_over_budget_gets_a_wave_of_its_own_and_the_limit_caps_waves() -> 
     assert plan_waves(rows, 1, token, budget=100) == [range(0, 1), range(1, 2), range(2, 3)]
     assert plan_waves(rows[:1] * 5, 1, token, 10**9, limit=2) == [range(0, 2), range(2, 4),
                                                                   range(4, 5)]
+
+
+def test_buckets_bound_the_activations_a_wave_plans_for() -> None:
+    token = TokenBytes(kv=0, activations=1)
+    rows = [PlannedRow(0, 0, 500)] * 100 + [PlannedRow(0, 0, 9000)]
+    assert wave_bytes(rows[:100], 1, token) == 100 * 500  # one forward of every row
+    assert wave_bytes(rows[:100], 1, token, bucket_tokens=8192) == 8192
+    assert wave_bytes(rows, 1, token, bucket_tokens=8192) == 9000  # a row alone over the cap
+
+
+def test_bucket_plan_by_hand() -> None:
+    limits = BucketLimits(min_tokens=0, max_tokens=1000)
+    assert plan_buckets([100, 95, 60, 58, 10], limits) == [range(0, 2), range(2, 4), range(4, 5)]
+    # Small buckets take any row; the cap splits rows of one length; a long row goes alone.
+    assert plan_buckets([100, 95, 60, 58, 10], BucketLimits(300, 1000)) == [range(0, 3),
+                                                                          range(3, 5)]
+    assert plan_buckets([400] * 5, limits) == [range(0, 2), range(2, 4), range(4, 5)]
+    assert plan_buckets([5000, 10], limits) == [range(0, 1), range(1, 2)]
+    assert plan_buckets([], limits) == []
+    with pytest.raises(ValueError, match="longest suffix first"):
+        plan_buckets([10, 20], limits)
+
+
+@pytest.mark.parametrize("limits", [CPU_BUCKETS, GPU_BUCKETS, BucketLimits(0, 4000)])
+def test_buckets_bound_their_padding_and_size(limits: BucketLimits) -> None:
+    # Suffixes like the judge prompts' (276-660 tokens, 390 rows) and QA questions' (3-40).
+    gen = torch.Generator().manual_seed(5)
+    judge = torch.randint(276 - 166, 660 - 166, (390,), generator=gen).tolist()
+    questions = torch.randint(3, 41, (130,), generator=gen).tolist()
+    for long, lengths in ((True, sorted(judge, reverse=True)),
+                         (False, sorted(questions, reverse=True))):
+        buckets = plan_buckets(lengths, limits)
+        assert [i for bucket in buckets for i in bucket] == list(range(len(lengths)))
+        for bucket in buckets:
+            rows = lengths[bucket.start : bucket.stop]
+            tokens = len(rows) * rows[0]
+            assert len(rows) == 1 or tokens <= limits.max_tokens
+            assert min(rows) >= (1 - PAD_SHARE) * rows[0] or tokens <= limits.min_tokens
+        padded = sum(len(bucket) * lengths[bucket.start] for bucket in buckets)
+        if long or limits.min_tokens == 0:  # few pads, but for the small buckets of short rows
+            assert padded <= sum(lengths) / (1 - PAD_SHARE)
+        one_forward = len(lengths) * lengths[0]
+        assert padded <= one_forward
 
 
 def test_cpu_budget_is_a_share_of_available_memory() -> None:

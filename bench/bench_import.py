@@ -4,14 +4,16 @@ For each database (SQLite, PostgreSQL) and each size (100,000 and 1,000,000 rows
 is written for the bundled data's 6,775 responses (judges with many samples, a crowd of
 annotators), and a fresh copy of the bundled database imports it three ways, each in its own
 process whose wall time, CPU time (user + system; a PostgreSQL server's own work is not in
-it) and peak memory (``ru_maxrss`` from ``os.wait4``) are measured:
+it), peak memory (``ru_maxrss`` from ``os.wait4``) and, on PostgreSQL, the CPU time of the
+server processes serving its database (:class:`ServerCpu`) are measured:
 
 - ``ours``: ``python -m elitr_core import FILE`` (streamed, checked by the typed gate, every row
   resolved to a stored response, duplicates refused, bulk-written, all or nothing);
 - ``pandas``: the yardstick, ``pandas.read_csv`` + ``DataFrame.to_sql`` of the same rows into a
   new table of the same kind of database (no checks, no look-ups, no merge);
-- ``before`` (with ``--before DIR``, 100,000 rows): the same command in a checkout of the
-  project before the bulk import.
+- ``before`` (with ``--before DIR``): the same command in another checkout of the project
+  (``git archive main | tar -x -C DIR``, with its ``.venv``), importing into a copy of a
+  database that checkout's own ``init`` made (its schema: its indexes and migrations).
 
 Then a ZIP of 20,000 small valid responses files (one response and one GPT-4 score each),
 imported by ``ours`` (and ``before``); its rows count files, not score rows.
@@ -21,12 +23,14 @@ CLI (expected: exit status 2, nothing written).
 Every figure comes with the load average (``/proc/loadavg``) read just before it.
 
     python bench/bench_import.py [--rows 100000 1000000] [--databases sqlite postgresql]
-        [--pg-url postgresql://postgres@127.0.0.1:5432/postgres] [--before /work/base]
+        [--pg-url postgresql://postgres@127.0.0.1:5432/postgres] [--before DIR]
+        [--no-zip] [--no-refusals]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -35,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import zipfile
@@ -53,9 +58,13 @@ HEADER = ["meeting", "question_id", "split", "setting", "mode", "seed", "model",
           "annotator", "sample", "score"]
 
 
-def measure(command: list[str], cwd: Path = ROOT) -> dict[str, float | int | str]:
-    """Run ``command``; its wall seconds, peak memory (MB), exit status and the load before."""
+def measure(command: list[str], cwd: Path = ROOT, *, server: str | None = None
+            ) -> dict[str, float | int | str]:
+    """Run ``command``; its wall seconds, peak memory (MB), exit status and the load before;
+    with ``server`` (the URL of the PostgreSQL database it works in) the CPU seconds of the
+    server processes serving that database too."""
     load = Path("/proc/loadavg").read_text().split()[0]
+    watch = ServerCpu(server) if server else None
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
@@ -64,8 +73,38 @@ def measure(command: list[str], cwd: Path = ROOT) -> dict[str, float | int | str
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     return {"seconds": time.perf_counter() - start, "mb": usage.ru_maxrss / 1024,
-            "cpu": usage.ru_utime + usage.ru_stime,
+            "cpu": usage.ru_utime + usage.ru_stime, "server": watch.stop() if watch else "-",
             "status": process.returncode, "load": load, "stderr": err.strip()[-300:]}
+
+
+class ServerCpu(threading.Thread):
+    """CPU seconds of the PostgreSQL backends connected to one database (the server must run
+    on this machine): polled every 50 ms from ``/proc`` while they live, so the last 50 ms of
+    a backend that exits may be missed."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.done = url, threading.Event()
+        self.seen: dict[int, float] = {}  # backend pid -> its CPU seconds, last seen
+        self.start()
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            query = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() " \
+                    "AND pid <> pg_backend_pid()"
+            while not self.done.wait(0.05):
+                for (pid,) in conn.execute(query).fetchall():
+                    with contextlib.suppress(OSError):  # exited meanwhile
+                        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]
+                        ticks = sum(int(f) for f in fields.split()[11:13])
+                        self.seen[pid] = ticks / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> str:
+        self.done.set()
+        self.join()
+        return f"{sum(self.seen.values()):.1f}"
 
 
 def response_keys(url: str) -> list[tuple[object, ...]]:
@@ -102,15 +141,23 @@ def write_csv(path: Path, keys: list[tuple[object, ...]], rows: int) -> None:
     raise SystemExit(f"only {written} distinct scores can be made, fewer than {rows}")
 
 
-class Databases:
-    """Fresh copies of a database holding the bundled data, for SQLite or PostgreSQL."""
+def python_of(tree: Path) -> Path:
+    """The Python that runs the project in ``tree`` (its ``.venv``; this one for ours)."""
+    return Path(sys.executable) if tree == ROOT else tree / ".venv" / "bin" / "python"
 
-    def __init__(self, kind: str, folder: Path, pg_url: str) -> None:
-        self.kind, self.folder, self.pg_url = kind, folder, pg_url
+
+class Databases:
+    """Fresh copies of a database holding the bundled data, for SQLite or PostgreSQL, with the
+    schema that the project in ``tree`` makes (``init``)."""
+
+    def __init__(self, kind: str, folder: Path, pg_url: str, tree: Path = ROOT) -> None:
+        self.kind, self.folder, self.pg_url, self.tree = kind, folder, pg_url, tree
         self.made: list[str] = []
-        self.template = (f"sqlite:///{folder / 'template.db'}" if kind == "sqlite"
+        self.file = folder / f"template-{uuid.uuid4().hex[:8]}.db"
+        self.template = (f"sqlite:///{self.file}" if kind == "sqlite"
                          else self._pg_create(f"elitr_bench_template_{uuid.uuid4().hex[:8]}"))
-        result = measure([sys.executable, "-m", "elitr_core", "init", "--db", self.template])
+        result = measure([str(python_of(tree)), "-m", "elitr_core", "init", "--db",
+                          self.template], cwd=tree)
         if result["status"] != 0:
             raise SystemExit(f"init failed: {result['stderr']}")
 
@@ -129,7 +176,7 @@ class Databases:
         """A new copy of the template; its URL."""
         if self.kind == "sqlite":
             target = self.folder / f"copy-{uuid.uuid4().hex[:8]}.db"
-            shutil.copy(self.folder / "template.db", target)
+            shutil.copy(self.file, target)
             return f"sqlite:///{target}"
         from db.engine import dispose_engines
 
@@ -159,30 +206,48 @@ def score_count(url: str) -> int:
     return count
 
 
-def import_rows(databases: Databases, path: Path, rows: int, before: Path | None) -> list[str]:
-    """The table lines of one database and size: ours, pandas, and before when asked."""
+def import_rows(databases: Databases, path: Path, rows: int, before: Databases | None
+                ) -> list[str]:
+    """The table lines of one database and size: ours, pandas, and before when asked (into
+    a database made by the checkout before)."""
     lines = []
     url = databases.fresh()
     stored = score_count(url)
-    ours = measure([sys.executable, "-m", "elitr_core", "import", str(path), "--db", url])
+    server = url if databases.kind == "postgresql" else None
+    ours = measure([sys.executable, "-m", "elitr_core", "import", str(path), "--db", url],
+                   server=server)
     added = score_count(url) - stored
     if ours["status"] != 0 or added != rows:
         raise SystemExit(f"import failed ({added} of {rows} stored): {ours['stderr']}")
     lines.append(_line(databases.kind, rows, "ours (`import`)", ours))
-    yardstick = measure([sys.executable, "-c", PANDAS, str(path), databases.fresh()])
+    url = databases.fresh()
+    yardstick = measure([sys.executable, "-c", PANDAS, str(path), url],
+                        server=url if server else None)
     if yardstick["status"] != 0:
         raise SystemExit(f"pandas failed: {yardstick['stderr']}")
     lines.append(_line(databases.kind, rows, "pandas read_csv + to_sql", yardstick))
-    if before is not None and rows <= 100_000:
-        old = measure([str(before / ".venv" / "bin" / "python"), "-m", "elitr_core", "import",
-                       str(path), "--db", databases.fresh()], cwd=before)
-        lines.append(_line(databases.kind, rows, "before (main at b8964c3)", old))
+    if before is not None:
+        url = before.fresh()
+        stored = score_count(url)
+        old = measure([str(python_of(before.tree)), "-m", "elitr_core", "import", str(path),
+                       "--db", url], cwd=before.tree, server=url if server else None)
+        if old["status"] != 0 or score_count(url) - stored != rows:
+            raise SystemExit(f"before failed: {old['stderr']}")
+        lines.append(_line(databases.kind, rows, f"before ({_revision(before.tree)})", old))
     return lines
+
+
+def _revision(tree: Path) -> str:
+    """What ``tree`` holds: a git revision, or the name of the folder."""
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True)
+    return head.stdout.strip() if head.returncode == 0 and (tree / ".git").exists() \
+        else str(tree)
 
 
 def _line(kind: str, rows: int, how: str, result: dict[str, float | int | str]) -> str:
     line = (f"| {kind} | {rows:,} | {how} | {result['seconds']:.1f} | {result['cpu']:.1f} | "
-            f"{result['mb']:,.0f} | "
+            f"{result['server']} | {result['mb']:,.0f} | "
             f"{float(result['seconds']) and rows / float(result['seconds']):,.0f} | "
             f"{result['load']} |")
     print(line, flush=True)
@@ -254,20 +319,22 @@ def refusals(databases: Databases, folder: Path) -> list[str]:
     return lines
 
 
-def accepted_zip(databases: Databases, folder: Path, before: Path | None) -> list[str]:
+def accepted_zip(databases: Databases, folder: Path, before: Databases | None
+                 ) -> list[str]:
     """The ZIP of 20,000 small valid members, imported (ours, and before when asked)."""
     path = folder / "small.zip"
     if not path.exists():
         small_members_zip(path)
     lines = []
-    runs = [("ours (`import`)", ROOT, Path(sys.executable))]
+    runs = [("ours (`import`)", databases)]
     if before is not None:
-        runs.append((f"before ({before})", before, before / ".venv" / "bin" / "python"))
-    for how, cwd, python in runs:
-        url = databases.fresh()
+        runs.append((f"before ({_revision(before.tree)})", before))
+    for how, made in runs:
+        url = made.fresh()
         stored = score_count(url)
-        result = measure([str(python), "-m", "elitr_core", "import", str(path), "--db", url],
-                         cwd=cwd)
+        result = measure([str(python_of(made.tree)), "-m", "elitr_core", "import", str(path),
+                          "--db", url], cwd=made.tree,
+                         server=url if databases.kind == "postgresql" else None)
         added = score_count(url) - stored
         if result["status"] != 0 or added != 20_000:
             raise SystemExit(f"{how}: {added} of 20,000 scores stored: {result['stderr']}")
@@ -289,31 +356,36 @@ def main() -> None:
                         help="skip the ZIP of 20,000 small valid files")
     args = parser.parse_args()
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
-    print("| database | rows | how | seconds | CPU s | peak MB | rows/s | load (1 min) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| database | rows | how | seconds | CPU s | server CPU s | peak MB | rows/s | "
+          "load (1 min) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory(prefix="bench-import-") as scratch:
         folder = Path(scratch)
         refused: list[str] = []
         for kind in args.databases:
             databases = Databases(kind, folder, args.pg_url)
+            before = Databases(kind, folder, args.pg_url, args.before) if args.before else None
             try:
                 keys = response_keys(databases.template)
                 for rows in args.rows:
                     path = folder / f"scores-{rows}.csv"
                     if not path.exists():
                         write_csv(path, keys, rows)
-                    import_rows(databases, path, rows, args.before)
+                    import_rows(databases, path, rows, before)
                 if not args.no_zip:
-                    accepted_zip(databases, folder, args.before)
+                    accepted_zip(databases, folder, before)
                 if not args.no_refusals:
                     refused += _refusals_of(databases, folder)
             finally:
                 databases.drop_all()
+                if before:
+                    before.drop_all()
         if refused:
             print("\n| database | input | seconds | CPU s | peak MB | exit | database unchanged | "
                   "message | load (1 min) |")
             print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
             print("\n".join(refused))
+    print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
 
 
 def _refusals_of(databases: Databases, folder: Path) -> list[str]:

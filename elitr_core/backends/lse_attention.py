@@ -77,6 +77,7 @@ def attend_with_lse(
     values: torch.Tensor,
     scale: float,
     allowed: torch.Tensor | None = None,
+    repeats: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Softmax attention that also returns each query's log-sum-exp of scores.
 
@@ -89,8 +90,12 @@ def attend_with_lse(
     scale
         Multiplies the scores (``1 / sqrt(d)`` for most models).
     allowed
-        Boolean ``(..., q, k)``; False positions are left out. A query with nothing allowed
-        gets a zero output and a log-sum-exp of ``-inf`` (it then adds nothing when merged).
+        Boolean ``(..., q / repeats, k)``; False positions are left out. A query with nothing
+        allowed gets a zero output and a log-sum-exp of ``-inf`` (it then adds nothing when
+        merged).
+    repeats
+        The queries are this many consecutive blocks that share ``allowed`` (the query heads
+        sharing one KV head), so the mask is not copied for each.
 
     Returns
     -------
@@ -102,7 +107,8 @@ def attend_with_lse(
     # query, and the division on the (small) output.
     scores = torch.matmul(query * scale, keys.transpose(-1, -2)).float()
     if allowed is not None:
-        scores.masked_fill_(~allowed, -math.inf)
+        blocks = scores.unflatten(-2, (repeats, -1)) if repeats > 1 else scores  # a view
+        blocks.masked_fill_(~(allowed.unsqueeze(-3) if repeats > 1 else allowed), -math.inf)
     peak = scores.amax(dim=-1, keepdim=True).clamp_min(torch.finfo(torch.float32).min)
     weights = scores.sub_(peak).exp_()
     total = weights.sum(dim=-1, keepdim=True)

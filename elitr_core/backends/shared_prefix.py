@@ -227,7 +227,7 @@ class SharedPrefixBatch:
         self._set_rows(self.row_groups.index_select(0, kept.cpu()))
 
     def _suffix_mask(self, width: int) -> torch.Tensor:
-        """Which suffix keys each (row, new token) query sees, ``(rows, 1, 1, width, end)``
+        """Which suffix keys each (row, new token) query sees, ``(rows, 1, width, end)``
         (broadcast over KV heads and the query heads sharing one): the same in every layer."""
         if self._allowed is None:
             assert self._new_valid is not None
@@ -237,7 +237,7 @@ class SharedPrefixBatch:
             keys_at = torch.arange(end, device=valid.device)
             news_at = start + torch.arange(width, device=valid.device)
             causal = keys_at[None, :] <= news_at[:, None]
-            self._allowed = (valid[:, None, :] & causal[None])[:, None, None]
+            self._allowed = valid[:, None, None, :] & causal[None, None]
         return self._allowed
 
     def attend(
@@ -268,19 +268,18 @@ class SharedPrefixBatch:
         a prefill of long suffixes (judge prompts) keeps its float32 scores within
         :data:`SCORE_BYTES_PER_CHUNK`."""
         rows, kv_heads, block, head_dim = grouped.shape
-        width = block // rep
-        end = self.length + width
-        allowed = self._suffix_mask(width)
-        keys = self.keys[layer][:, :, None, :end]  # (rows, kv_heads, 1, end, d)
-        values = self.values[layer][:, :, None, :end]
-        query = grouped.reshape(rows, kv_heads, rep, width, head_dim)
+        end = self.length + block // rep
+        allowed = self._suffix_mask(block // rep)
+        # The query heads sharing a KV head stay one block against the keys as they are: a
+        # matmul broadcasting the keys over those heads copies them (16x slower a decode step).
+        keys, values = self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
         chunk = max(1, score_budget(grouped.device) // (kv_heads * block * end * 4))
-        parts = [attend_with_lse(query[at : at + chunk], keys[at : at + chunk],
-                                 values[at : at + chunk], scale, allowed[at : at + chunk])
+        parts = [attend_with_lse(grouped[at : at + chunk], keys[at : at + chunk],
+                                 values[at : at + chunk], scale, allowed[at : at + chunk], rep)
                  for at in range(0, rows, chunk)]
         out = torch.cat([part[0] for part in parts]) if len(parts) > 1 else parts[0][0]
         lse = torch.cat([part[1] for part in parts]) if len(parts) > 1 else parts[0][1]
-        return out.reshape(rows, kv_heads, block, head_dim), lse.reshape(rows, kv_heads, block)
+        return out, lse
 
     def _attend_prefixes(
         self, layer: int, grouped: torch.Tensor, scale: float

@@ -16,10 +16,10 @@ import pandas as pd
 import streamlit as st
 
 from elitr_core.export.display import (
+    column_widths,
     empty_notes,
     interval_columns,
     interval_label,
-    interval_strings,
     ordered_columns,
     printf_formats,
     styled,
@@ -30,12 +30,6 @@ TEXT_COLUMNS = ("question", "reference", "response")
 LONG_TEXT = 40
 """Characters from which a text column (a question, a reference answer) is drawn wide; shorter
 ones (``reference``: the reference evaluator's name) keep the width of their content."""
-# The grid sizes a column by its first rows only (the PPI table's ppi_ci column came out 52 px
-# wide, its first rows having no interval, and cut "[5.12, 6.33]" further down): an interval
-# column gets the width of its longest text instead, at the pixels a character takes in the
-# grid's 14 px font (measured in Chromium: digits 5.8, header letters and underscores 7.1)
-# plus the cell's padding.
-PX_PER_CHAR, PX_PER_HEADER_CHAR, CELL_PADDING_PX = 6.2, 7.4, 18
 
 
 def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
@@ -49,8 +43,10 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
     So that a table fits a 1366 px screen, an interval shows as one column, ``[low, high]``
     (the low column carries the text and sorts by the low bound; the high one is not drawn),
     a ``note`` column without a note is not drawn, and a short
-    ``reference`` (an evaluator's name, not an answer) is not drawn wide. The frame keeps
-    every column (tests and downloads read them)."""
+    ``reference`` (an evaluator's name, not an answer) is not drawn wide. Every other column is
+    as wide as its longest shown text and its header (``display.column_widths``; the grid
+    would measure its first rows only and cut "completeness" further down), a free text at
+    most 400 px. The frame keeps every column (tests and downloads read them)."""
     data = styled(frame)
     intervals = interval_columns(frame) if data is not frame else {}
     low_of = {high: low for low, high in intervals.items()}
@@ -64,19 +60,23 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
             extra = st.multiselect("More columns", rest, key=f"{key}.columns",
                                    placeholder="key columns only")
         shown_columns = first + [c for c in rest if c in extra]
-    config: dict[str, Any] = {c: st.column_config.TextColumn(width="large")
-                              for c in TEXT_COLUMNS if c in frame.columns
-                              and frame[c].astype(str).str.len().max() > LONG_TEXT}
+    wide = [c for c in TEXT_COLUMNS if c in frame.columns
+            and frame[c].astype(str).str.len().max() > LONG_TEXT]
+    config: dict[str, Any] = {c: st.column_config.TextColumn(width="large") for c in wide}
     if data is frame:  # no Styler: the browser formats the numbers
         config.update({c: st.column_config.NumberColumn(format=f)
                        for c, f in printf_formats(frame).items()})
-    for low, texts in interval_strings(frame).items() if intervals else ():
-        label = interval_label(low)
-        width = max(len(label) * PX_PER_HEADER_CHAR, max(map(len, texts), default=0) * PX_PER_CHAR)
+    widths = column_widths(frame, [c for c in shown_columns if c not in wide],
+                           intervals=bool(intervals))
+    for low, high in intervals.items():
         config[low] = st.column_config.Column(
-            label=label, width=round(width + CELL_PADDING_PX),
-            help=md("{} to {} (both columns in the download)", low, intervals[low]))
+            label=interval_label(low),
+            help=md("{} to {} (both columns in the download)", low, high))
     config.update(column_config or {})
+    for column, width in widths.items():  # unless the caller's settings give a width
+        given = config.get(column, {})
+        if isinstance(given, dict) and not given.get("width"):
+            config[column] = {**given, "width": width}
     options: dict[str, Any] = {"on_select": "rerun", "selection_mode": "single-row"} \
         if select else {}
     return st.dataframe(data, hide_index=not index, width="stretch", key=key,

@@ -9,7 +9,10 @@
 - a ``note`` column without a note: not shown;
 - an interval (``ci_low`` and ``ci_high``, or ``X_ci_low`` and ``X_ci_high``): one cell
   ``[low, high]`` in its low column (:func:`interval_columns`), the high column hidden, so a
-  table with intervals stays narrow enough for a 1366 px screen.
+  table with intervals stays narrow enough for a 1366 px screen;
+- no negative zero: a number that rounds to zero shows as ``0.00``, never ``-0.00``;
+- each column as wide as its longest shown text and its header (:func:`column_widths`): the
+  grid would size it from its first rows only and cut a longer value further down.
 
 Only what the page shows changes; the exported bytes come from the unformatted frame
 (``export/formats.render``), so downloads stay identical to the CLI (CSV and JSON keep the exact
@@ -18,7 +21,8 @@ digits; LaTeX, read by a person, writes p-values as :func:`format_p` does).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -107,9 +111,29 @@ def formatters(frame: pd.DataFrame) -> dict[Any, Callable[[Any], str]]:
 
 def _formatter(template: str) -> Callable[[Any], str]:
     def format_cell(value: Any) -> str:
-        return MISSING if pd.isna(value) else template.format(value)
+        if pd.isna(value):
+            return MISSING
+        text = template.format(value)
+        # -0.001 rounds to "-0.00": a zero has no sign
+        return text[1:] if text.startswith("-") and not text.strip("-0.,") else text
 
     return format_cell
+
+
+def without_negative_zero(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each negative number that its column's precision rounds to zero (and
+    -0.0) set to 0.0 (a copy, only when there is one): printf would show it as ``-0.00``."""
+    fixed = frame
+    for column in frame.columns if frame.columns.is_unique else ():
+        values = frame[column]
+        kind = number_kind(column, values, list(frame.columns))
+        if kind in ("text", "p") or not pd.api.types.is_float_dtype(values):
+            continue
+        zero = np.signbit(values) & values.gt(-0.5 * 10.0 ** -DECIMALS[kind])
+        if zero.any():
+            fixed = frame.copy() if fixed is frame else fixed
+            fixed[column] = values.mask(zero, 0.0)
+    return fixed
 
 
 def printf_formats(frame: pd.DataFrame) -> dict[str, str]:
@@ -228,7 +252,7 @@ def styled(frame: pd.DataFrame) -> Styler | pd.DataFrame:
                 for c in frame.columns)):
         # the browser applies PRINTF: Streamlit's Styler path (2 ms a column) is not worth
         # paying
-        return frame
+        return without_negative_zero(frame)
     return display_styler(frame)
 
 
@@ -238,3 +262,73 @@ def ordered_columns(frame: pd.DataFrame, keys: Sequence[str]) -> tuple[list[str]
     columns = [str(c) for c in frame.columns]
     first = [k for k in keys if k in columns] or ([] if keys else columns)
     return first, [c for c in columns if c not in first]
+
+
+# The grid draws its cells in Source Sans, 400 14px, on a canvas. These are that font's glyph
+# advances in px (canvas measureText in Chromium, rounded up to 0.1 px), so that a column's
+# width can be set from its texts on the server: no Python library reads the woff2 font
+# Streamlit ships, and the grid itself measures only its first rows.
+_GLYPHS_PX: dict[float, str] = {
+    2.8: " ", 3.4: "|", 3.5: "',.:;ij", 3.6: "l", 3.7: "I", 4.1: "!f", 4.3: "()[]{}",
+    4.4: "-", 4.8: "t", 4.9: "/\\r", 5.9: "*s", 6.0: "\"?z", 6.3: "x", 6.4: "c",
+    6.6: "vy", 6.7: "Y", 6.8: "JL\u2013", 7.0: "0123456789#$+<=>^~_ekF", 7.1: "ag", 7.2: "X",
+    7.3: "V", 7.4: "E", 7.5: "ST", 7.6: "A`oZ", 7.7: "hnu", 7.8: "bdpq", 8.0: "CPR", 8.2: "K",
+    8.3: "B", 8.6: "&", 8.7: "DG", 9.1: "NU", 9.2: "H", 9.3: "OQ", 10.1: "w", 10.2: "M",
+    11.0: "W", 11.6: "%", 11.7: "m", 11.9: "@",
+}
+GLYPH_PX = {char: px for px, chars in _GLYPHS_PX.items() for char in chars}
+#: any other character (an accented letter, CJK): a full em, never narrower than drawn
+OTHER_GLYPH_PX = 14.0
+WIDEST_GLYPH_PX = max(OTHER_GLYPH_PX, *GLYPH_PX.values())
+#: the cell's padding (8 px a side) and a margin for the header's menu and sort arrow
+CELL_PADDING_PX, HEADER_EXTRA_PX = 18, 14
+#: the widest a column gets from its texts: a longer free text (a note) is cut there
+MAX_COLUMN_PX = 400
+
+
+def text_width_px(text: str) -> float:
+    """How wide the grid draws ``text`` (px)."""
+    return sum(GLYPH_PX.get(char, OTHER_GLYPH_PX) for char in text)
+
+
+def column_width_px(header: str, texts: Iterator[str] | Sequence[str], *,
+                    cap: int = MAX_COLUMN_PX) -> int:
+    """The width (px) at which a column shows ``header`` and every text of ``texts`` whole,
+    at most ``cap``. The texts are measured longest first, and only while one could still be
+    wider than the widest so far."""
+    widest = text_width_px(header) + HEADER_EXTRA_PX
+    for text in sorted(set(texts), key=len, reverse=True):
+        if len(text) * WIDEST_GLYPH_PX <= widest or widest >= cap:
+            break
+        widest = max(widest, text_width_px(text))
+    return min(cap, math.ceil(widest + CELL_PADDING_PX))
+
+
+def _widest_candidates(frame: pd.DataFrame, column: Any,
+                       formats: dict[Any, Callable[[Any], str]]) -> list[str]:
+    """The texts of a column among which its widest shown text is: a number column's smallest
+    and largest (the most digits, and a minus sign; every digit is as wide), every distinct
+    text of another."""
+    values = frame[column]
+    missing = [MISSING] if values.isna().any() else []
+    fmt = formats.get(column)
+    if fmt is None:
+        return [*values.dropna().astype(str).unique(), *missing]
+    numbers = values.dropna()
+    return [fmt(v) for v in (numbers.min(), numbers.max())] * (not numbers.empty) + missing
+
+
+def column_widths(frame: pd.DataFrame, columns: Sequence[str], *, intervals: bool = True,
+                  cap: int = MAX_COLUMN_PX) -> dict[str, int]:
+    """Per column of ``columns`` (names of ``frame``), the width (px) that shows its header and
+    its widest shown text whole (:func:`column_width_px`); with ``intervals``, the low column
+    of an interval is measured as the interval it shows (its header :func:`interval_label`)."""
+    if not frame.columns.is_unique:
+        return {}
+    formats = formatters(frame)
+    shown = interval_strings(frame) if intervals else {}
+    intervals_shown = {low: texts for low, texts in shown.items() if low in columns}
+    return {column: column_width_px(interval_label(column), intervals_shown[column], cap=cap)
+            if column in intervals_shown
+            else column_width_px(column, _widest_candidates(frame, column, formats), cap=cap)
+            for column in columns if column in frame.columns}

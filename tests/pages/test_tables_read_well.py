@@ -1,5 +1,6 @@
-"""Every table on every page and tab reads well: no "None", "nan" or a number with more decimals
-than its kind allows (``elitr_core.export.display``), as the browser would show it."""
+"""Every table on every page and tab reads well: no "None", "nan", negative zero ("-0.00",
+"[-0.30, -0.00]") or a number with more decimals than its kind allows
+(``elitr_core.export.display``), as the browser would show it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ SECTION_KEYS = {"pages/leaderboard.py": "leaderboard.section",
                 "pages/drilldown.py": "drilldown.section", "pages/judge_audit.py": "audit.section"}
 UNREADABLE = {"None", "nan", "NaN", "<NA>", "NaT", "inf", "-inf"}
 NUMBER = re.compile(r"^-?[\d,]*\.(\d+)$")
+#: "-0", "-0.00", alone or as an interval's bound
+NEGATIVE_ZERO = re.compile(r"(^|[\[\s])-0(\.0*)?($|[,\]\s])")
 
 
 def _printf(fmt: str | None, value: Any) -> str:
@@ -63,8 +66,8 @@ def problems(at: AppTest, where: str) -> list[str]:
     for element in at.dataframe:
         for column, kind, text in shown_cells(element):
             decimals = NUMBER.match(text)
-            if text in UNREADABLE or (kind in DECIMALS and decimals and
-                                      len(decimals.group(1)) > DECIMALS[kind]):
+            if text in UNREADABLE or NEGATIVE_ZERO.search(text) or (
+                    kind in DECIMALS and decimals and len(decimals.group(1)) > DECIMALS[kind]):
                 found.append(f"{where}: {column} ({kind}) shows {text!r}")
     return found
 
@@ -105,3 +108,17 @@ def test_the_check_catches_raw_floats_and_nulls(tmp_path: Path) -> None:
     assert problems(at, "raw") == ["raw: mean (score) shows '8.5248'",
                                    "raw: mean (score) shows 'None'",
                                    "raw: model (text) shows 'None'"]
+
+
+def test_the_check_catches_a_negative_zero(tmp_path: Path) -> None:
+    script = tmp_path / "page.py"
+    script.write_text(
+        "import pandas as pd, streamlit as st\n"
+        "st.dataframe(pd.DataFrame({'ci': ['[-0.30, -0.00]', '[-0.30, 0.00]', '-0', '-0.05'],"
+        " 'mean': [-0.001, 0.0, -0.0, -0.2]}),"
+        " column_config={'mean': st.column_config.NumberColumn(format='%.2f')})\n")
+    at = AppTest.from_file(str(script)).run()
+    assert problems(at, "raw") == ["raw: ci (text) shows '[-0.30, -0.00]'",
+                                   "raw: ci (text) shows '-0'",
+                                   "raw: mean (score) shows '-0.00'",
+                                   "raw: mean (score) shows '-0.00'"]  # -0.001, -0.0

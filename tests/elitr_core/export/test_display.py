@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from elitr_core.export.display import (
+    CELL_PADDING_PX,
     MISSING,
     STYLE_CELL_LIMIT,
+    column_width_px,
+    column_widths,
     display_strings,
     empty_notes,
     format_p,
@@ -19,6 +24,7 @@ from elitr_core.export.display import (
     p_text,
     printf_formats,
     styled,
+    text_width_px,
 )
 from elitr_core.export.formats import render, to_latex
 
@@ -114,3 +120,66 @@ def test_an_interval_reads_as_one_cell_with_its_bounds_precision() -> None:
     assert empty_notes(frame.iloc[:0]) == []  # a table without rows keeps its headers
     text_bounds = frame.assign(ci_low=frame["ci_low"].astype(str))
     assert "ci_low" not in interval_columns(text_bounds)
+
+
+#: canvas measureText in Chromium, font "400 14px Source Sans" (the grid's), in px
+CHROMIUM_PX = {"completeness": 81.244, "[-0.30, -0.00]": 72.198, "LongAlpaca-7B": 87.589,
+               "Vicuna-13B-v1.5": 94.061, "WMW mean_b_ci": 99.627,
+               "position_consistency": 123.441, "gold-human:half": 97.514,
+               "Mixtral-8x7B-Instruct-v0.1": 149.452, "AV To Ya Te": 63.487,
+               "1,234,567.89": 73.08}
+
+
+def test_text_widths_are_the_grids_never_narrower() -> None:
+    for text, px in CHROMIUM_PX.items():
+        # the sum of glyph advances rounded up to 0.1 px; the browser kerns ("AV", "To"),
+        # which only narrows: within 6% above
+        assert px <= text_width_px(text) <= px * 1.06, text
+    assert text_width_px("\u4e2d\u6587") == 28  # any other character: a full em
+
+
+def test_a_column_is_as_wide_as_its_widest_text_not_its_first_rows() -> None:
+    texts = ["verdict"] * 50 + ["completeness"]
+    assert column_width_px("criterion", texts) == math.ceil(
+        text_width_px("completeness") + CELL_PADDING_PX)
+    # a few wide glyphs beat many narrow ones; the pruning (longest first) keeps them
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        texts = ["".join(rng.choice(list("iIl.WMm@ 0"), rng.integers(0, 12)))
+                 for _ in range(rng.integers(1, 8))]
+        widest = max([text_width_px("h") + 14, *map(text_width_px, texts)])
+        assert column_width_px("h", texts) == math.ceil(widest + CELL_PADDING_PX)
+    assert column_width_px("a_long_header_name", ["1"]) > column_width_px("n", ["1"])
+    assert column_width_px("note", ["word " * 200]) == 400  # a free text stops at the cap
+
+
+def test_column_widths_measure_the_shown_texts() -> None:
+    frame = pd.DataFrame({"criterion": ["verdict", "verdict", "completeness"],
+                          "mean": [1.5, -12345.678, None], "n": [3, 2_000_000, 1],
+                          "ci_low": [-0.3, 0.1, 0.2], "ci_high": [-0.001, 0.5, 0.6]})
+    widths = column_widths(frame, ["criterion", "mean", "n", "ci_low"])
+    assert widths["criterion"] == column_width_px("criterion", ["completeness"])
+    assert widths["mean"] == column_width_px("mean", ["-12345.68"])
+    assert widths["n"] == column_width_px("n", ["2,000,000"])
+    assert widths["ci_low"] == column_width_px("ci", ["[-0.30, 0.00]"])
+    assert column_widths(frame, ["ci_low"], intervals=False) == {
+        "ci_low": column_width_px("ci_low", ["-0.30"])}
+
+
+def test_no_number_shows_as_a_negative_zero() -> None:
+    frame = pd.DataFrame({"model": ["a", "b"], "mean": [-0.001, -0.3], "r": [-0.0004, 0.5],
+                          "n_pairs": [-0.2, 4.0], "mean_ci_low": [-0.3, -0.2],
+                          "mean_ci_high": [-0.004, 0.1], "p": [0.2, None]})
+    assert display_strings(frame) == [
+        ["a", "0.00", "0.000", "0", "[-0.30, 0.00]", "0.00", ".200"],
+        ["b", "-0.30", "0.500", "4", "[-0.20, 0.10]", "0.10", MISSING]]
+    # without a missing cell, p-value or interval the browser formats (printf): the values
+    # that would read "-0.00" go as 0.0
+    plain = frame[["model", "mean", "r"]].assign(r=[-0.0, 0.5])
+    shown = styled(plain)
+    assert isinstance(shown, pd.DataFrame)
+    formats = printf_formats(plain)
+    assert [formats[c] % v for c in ("mean", "r") for v in shown[c]] == [
+        "0.00", "-0.30", "0.000", "0.500"]
+    # the download keeps the exact values
+    assert render(plain, "csv").splitlines()[1] == "a,-0.001,-0"

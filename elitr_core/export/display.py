@@ -280,8 +280,8 @@ GLYPH_PX = {char: px for px, chars in _GLYPHS_PX.items() for char in chars}
 #: any other character (an accented letter, CJK): a full em, never narrower than drawn
 OTHER_GLYPH_PX = 14.0
 WIDEST_GLYPH_PX = max(OTHER_GLYPH_PX, *GLYPH_PX.values())
-#: the cell's padding (8 px a side) and a margin for the header's menu and sort arrow
-CELL_PADDING_PX, HEADER_EXTRA_PX = 18, 14
+#: the cell's padding, 8 px a side (as the grid's own sizing: the header's menu opens over it)
+CELL_PADDING_PX = 16
 #: the widest a column gets from its texts: a longer free text (a note) is cut there
 MAX_COLUMN_PX = 400
 
@@ -296,7 +296,7 @@ def column_width_px(header: str, texts: Iterator[str] | Sequence[str], *,
     """The width (px) at which a column shows ``header`` and every text of ``texts`` whole,
     at most ``cap``. The texts are measured longest first, and only while one could still be
     wider than the widest so far."""
-    widest = text_width_px(header) + HEADER_EXTRA_PX
+    widest = text_width_px(header)
     for text in sorted(set(texts), key=len, reverse=True):
         if len(text) * WIDEST_GLYPH_PX <= widest or widest >= cap:
             break

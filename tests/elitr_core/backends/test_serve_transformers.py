@@ -44,6 +44,11 @@ from tests.elitr_core.run_helpers import (
     stored_transcript,
 )
 
+# A real model on two shared cores: pyproject's 600 s per test guards against a hang, and a
+# loaded machine (load 8-9) brought these tests near it. They may take longer; they may not hang.
+pytestmark = pytest.mark.timeout(1800)
+
+
 # Judgments recomputed here (a 430-token prompt each): a wrong prompt or setting shows in any.
 JUDGE_CHECKED = 4
 

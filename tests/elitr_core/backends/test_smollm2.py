@@ -33,6 +33,10 @@ from tests.elitr_core.run_helpers import (
     stored_transcript,
 )
 
+# A real model on two shared cores: pyproject's 600 s per test guards against a hang, and a
+# loaded machine (load 8-9) brought these tests near it. They may take longer; they may not hang.
+pytestmark = pytest.mark.timeout(1800)
+
 
 @pytest.fixture(scope="module")
 def smollm2() -> Iterator[Path]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import text
@@ -20,6 +20,10 @@ class StopAfter(NullProgress):
 
     n: int
     count: int = 0
+    started: list[int] = field(default_factory=list)  # each start's total
+
+    def start(self, total: int, label: str) -> None:
+        self.started.append(total)
 
     def advance(self, count: int = 1) -> None:
         self.count += count

@@ -18,22 +18,11 @@ from elitr_core.backends.fake import FakeBackend
 from elitr_core.generation import jobs
 from elitr_core.generation.runs import GenerationSpec, generate_run
 from elitr_core.judging.runner import JudgeSpec, judge_run
-from elitr_core.passes.records import NullProgress
 from pages.text import WORD_JOINER
-from tests.elitr_core.run_helpers import MEETINGS, rows, set_transcripts
+from tests.elitr_core.run_helpers import MEETINGS, StopAfter, rows, set_transcripts
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "pages/runs.py"
-
-
-class StopAfter(NullProgress):
-    def __init__(self, n: int) -> None:
-        self.n, self.count = n, 0
-
-    def advance(self, count: int = 1) -> None:
-        self.count += count
-        if self.count >= self.n:
-            raise KeyboardInterrupt
 
 
 def runs_page() -> AppTest:

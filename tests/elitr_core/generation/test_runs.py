@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -18,7 +17,6 @@ from elitr_core.backends.base import DecodingConfig, Message
 from elitr_core.backends.openai_backend import OpenAIBackend
 from elitr_core.errors import UserError
 from elitr_core.generation.runs import GenerationSpec, generate_run
-from elitr_core.passes.records import NullProgress
 from tests.elitr_core.backends.fake_openai_server import (
     FakeOpenAIServer,
     ServerScript,
@@ -26,6 +24,7 @@ from tests.elitr_core.backends.fake_openai_server import (
 )
 from tests.elitr_core.run_helpers import (
     MEETINGS,
+    StopAfter,
     questions,
     responses,
     rows,
@@ -65,23 +64,6 @@ def spec(**changes: Any) -> GenerationSpec:
                               "decoding": DecodingConfig(max_new_tokens=64)}
     values.update(changes)
     return GenerationSpec(**values)
-
-
-@dataclass
-class StopAfter(NullProgress):
-    """Raises KeyboardInterrupt once ``n`` answers are stored (a Ctrl-C mid-run)."""
-
-    n: int
-    count: int = 0
-    started: list[int] = field(default_factory=list)
-
-    def start(self, total: int, label: str) -> None:
-        self.started.append(total)
-
-    def advance(self, count: int = 1) -> None:
-        self.count += count
-        if self.count >= self.n:
-            raise KeyboardInterrupt
 
 
 def asked_questions(server: FakeOpenAIServer) -> Counter[str]:

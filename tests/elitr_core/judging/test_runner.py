@@ -20,13 +20,12 @@ from elitr_core.backends.fake import FakeBackend
 from elitr_core.backends.openai_backend import OpenAIBackend
 from elitr_core.errors import UserError
 from elitr_core.judging.runner import JudgeSpec, judge_run
-from elitr_core.passes.records import NullProgress
 from tests.elitr_core.backends.fake_openai_server import (
     FakeOpenAIServer,
     ServerScript,
     running_server,
 )
-from tests.elitr_core.run_helpers import rows
+from tests.elitr_core.run_helpers import StopAfter, rows
 
 MODEL = "LongAlpaca-7B"
 N_RESPONSES = 130
@@ -155,16 +154,6 @@ def test_prometheus_scores_are_doubled(bundled_sqlite: str, server: FakeOpenAISe
     assert {s[2] for s in stored} == {2, 4, 6, 8, 10}
     prompt = server.successful()[0].body["messages"][0]["content"]
     assert "[RESULT]" in prompt and "### Reference answer (score 5):" in prompt
-
-
-class StopAfter(NullProgress):
-    def __init__(self, n: int) -> None:
-        self.n, self.count = n, 0
-
-    def advance(self, count: int = 1) -> None:
-        self.count += count
-        if self.count >= self.n:
-            raise KeyboardInterrupt
 
 
 def test_interrupted_pass_resumes_without_duplicates(bundled_sqlite: str,

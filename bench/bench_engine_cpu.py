@@ -52,7 +52,8 @@ from elitr_core.backends.base import Completion, DecodingConfig, Message  # noqa
 from elitr_core.backends.registry import get_backend  # noqa: E402
 from elitr_core.data.database import open_database  # noqa: E402
 from elitr_core.data.importers import import_bundled  # noqa: E402
-from elitr_core.generation.runs import GenerationSpec, load_work  # noqa: E402
+from elitr_core.generation.runs import GenerationSpec  # noqa: E402
+from elitr_core.generation.spec import load_work  # noqa: E402
 from elitr_core.judging.parser import parse_judgment  # noqa: E402
 from elitr_core.passes.records import library_versions  # noqa: E402
 from elitr_core.prompts.assembly import judge_messages, single_turn_messages  # noqa: E402

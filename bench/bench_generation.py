@@ -55,7 +55,8 @@ from elitr_core.backends.registry import get_backend  # noqa: E402
 from elitr_core.data.database import open_database  # noqa: E402
 from elitr_core.data.importers import import_bundled  # noqa: E402
 from elitr_core.data.model_text import as_generated  # noqa: E402
-from elitr_core.generation.runs import GenerationSpec, MeetingWork, generate_run, load_work  # noqa: E402
+from elitr_core.generation.runs import GenerationSpec, generate_run  # noqa: E402
+from elitr_core.generation.spec import MeetingWork, load_work  # noqa: E402
 from elitr_core.passes.records import library_versions  # noqa: E402
 from elitr_core.prompts.assembly import single_turn_messages  # noqa: E402
 from tests.elitr_core.backends.tiny_model import (  # noqa: E402

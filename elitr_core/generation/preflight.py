@@ -33,7 +33,8 @@ def check_job(session: Session, kind: str, options: Mapping[str, Any]) -> None:
         check_reachable(str(options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or
                             "https://api.openai.com/v1"))
     if kind == "generate":
-        from elitr_core.generation.runs import GenerationSpec, load_work
+        from elitr_core.generation.runs import GenerationSpec
+        from elitr_core.generation.spec import load_work
 
         meetings = tuple(m.strip() for m in str(options.get("meetings") or "").split(",")
                          if m.strip())

@@ -1,0 +1,195 @@
+"""What a generation run is: its settings (:class:`GenerationSpec`) and what it asks, the run's
+meetings with their transcripts and questions in the run's language and setting
+(docs/protocol.md §2), checked before anything is asked. ``runs.py`` runs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlmodel import Session
+
+from db import benchmark as bq
+from db.models import Meeting, QuestionTranslation
+from elitr_core.backends.base import Backend, DecodingConfig
+from elitr_core.data.summaries import SUMMARY_REQUEST, SUMMARY_TYPE, ensure_summary_questions
+from elitr_core.errors import UserError
+from elitr_core.generation.retrieval import CONTEXT_POLICIES, DEFAULT_CHUNK_TOKENS, DEFAULT_TOP_K
+from elitr_core.passes.records import DEFAULT_SEED
+from elitr_core.prompts.assembly import protocol_prompt_hash, reference_word_count
+from elitr_core.vocab import LANGUAGES, MODES, SETTINGS, SPLITS, TASKS
+
+
+@dataclass(frozen=True)
+class GenerationSpec:
+    """What to generate and how (one run).
+
+    ``decoding.seed`` is replaced by ``seed``; ``temperature == 0`` means greedy.
+    ``meetings`` limits the run to some meetings of the split (empty: all of them).
+    """
+
+    model: str
+    setting: str
+    mode: str
+    split: str
+    seed: int = DEFAULT_SEED
+    language: str = "en"
+    variant: str = ""
+    meetings: tuple[str, ...] = ()
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    chat_template: bool = True
+    system_prompt: bool = False
+    qa_markers: bool = False
+    length_instruction: bool = False
+    truncation: str | None = None
+    context: str = "full"
+    task: str = "qa"
+    top_k: int = DEFAULT_TOP_K
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS
+
+    def context_policy(self) -> dict[str, Any] | None:
+        """The retrieval policy recorded with the run (``None``: the whole transcript)."""
+        if self.context == "full":
+            return None
+        return {"policy": self.context, "top_k": self.top_k, "chunk_tokens": self.chunk_tokens,
+                "token_count": "whitespace words", "retriever": "bm25s (Lucene BM25)"}
+
+    def checked(self) -> GenerationSpec:
+        """This spec with the seed in its decoding; :class:`UserError` when inconsistent."""
+        if not self.model.strip():
+            raise UserError("a run needs a model name (--model)")
+        if self.task not in TASKS:
+            raise UserError(f"unknown --task {self.task!r}; use qa or summary")
+        if self.task == "summary" and (self.setting, self.mode) != ("summary", "st"):
+            raise UserError("--task summary asks one question per meeting: its runs have "
+                            "setting summary and mode st (leave --setting out)")
+        settings = ("summary",) if self.task == "summary" else SETTINGS
+        for name, value, allowed in (("setting", self.setting, settings),
+                                     ("mode", self.mode, MODES),
+                                     ("split", self.split, SPLITS),
+                                     ("language", self.language, LANGUAGES)):
+            if value not in allowed:
+                raise UserError(f"unknown {name} {value!r}; use one of {', '.join(allowed)}")
+        if self.setting == "conv" and self.mode == "st":
+            raise UserError("conv questions rely on the previous turns: use --mode mt with "
+                            "--setting conv (the benchmark reports QA-st, QA-mt and Conv-mt)")
+        d = self.decoding
+        if not 1 <= d.max_new_tokens <= 4096 or d.temperature < 0 or not 0 < d.top_p <= 1:
+            raise UserError("decoding: max_new_tokens must be 1..4096, temperature >= 0 and "
+                            f"top_p in (0, 1] (got {d.max_new_tokens}, {d.temperature}, {d.top_p})")
+        if d.repetition_penalty <= 0:
+            raise UserError(f"repetition penalty must be > 0 (got {d.repetition_penalty})")
+        if self.context not in CONTEXT_POLICIES:
+            raise UserError(f"unknown --context {self.context!r}; use full or bm25")
+        if self.context != "full":
+            if self.mode != "st":
+                raise UserError("--context bm25 needs --mode st: each question gets its own "
+                                "passages, while a multi-turn conversation shares one context")
+            if self.top_k < 1 or self.chunk_tokens < 1:
+                raise UserError(f"--top-k and --chunk-tokens must be positive (got "
+                                f"{self.top_k}, {self.chunk_tokens})")
+        return replace(self, decoding=replace(d, seed=self.seed))
+
+    def identity(self, backend: Backend) -> dict[str, Any]:
+        """The settings that shape every answer; a resumed run must have the same."""
+        return {
+            "backend_name": backend.name,
+            "decoding": self.decoding.to_dict(),
+            "chat_template": self.chat_template,
+            "system_prompt": self.system_prompt,
+            "qa_markers": self.qa_markers,
+            "length_instruction": self.length_instruction,
+            "truncation": self.truncation,
+            "prompt_hash": protocol_prompt_hash(),
+            "context": self.context_policy(),
+            "task": {"task": "summary", "request": SUMMARY_REQUEST}
+            if self.task == "summary" else None,
+        }
+
+
+@dataclass(frozen=True)
+class QuestionItem:
+    """One question as it will be asked (text in the run's language and setting)."""
+
+    question_id: int
+    number: int
+    text: str
+    length_words: int | None
+
+
+@dataclass(frozen=True)
+class MeetingWork:
+    """A meeting's transcript and its questions in file order."""
+
+    meeting: str
+    transcript: str
+    questions: list[QuestionItem]
+
+
+def load_work(session: Session, spec: GenerationSpec) -> list[MeetingWork]:
+    """The meetings of the run with their transcripts and questions.
+
+    Raises
+    ------
+    UserError
+        Unknown meetings, meetings without a transcript (naming them and the
+        ``transcripts`` command), or questions without a translation in ``spec.language``.
+    """
+    meetings = bq.meeting_rows(session=session, split=spec.split)
+    if spec.meetings:
+        known = {m.external_id for m in meetings}
+        unknown = [m for m in spec.meetings if m not in known]
+        if unknown:
+            raise UserError(f"unknown meeting(s) in {spec.split}: {', '.join(unknown)} "
+                            f"(known: {', '.join(sorted(known)) or 'none; run init'})")
+        meetings = [m for m in meetings if m.external_id in spec.meetings]
+    if not meetings:
+        raise UserError(f"no meeting in split {spec.split}: run `python -m elitr_core init` first")
+    missing = [m.external_id for m in meetings if not (m.transcript or "").strip()]
+    if missing:
+        raise UserError(
+            f"{len(missing)} meeting(s) have no transcript: {', '.join(missing)}. Download the "
+            "ELITR Minuting Corpus (LINDAT 11234/1-4692) and run `python -m elitr_core "
+            "transcripts DIR`, or choose other meetings with --meetings")
+    if spec.task == "summary":
+        ensure_summary_questions(session, meetings)
+    return [MeetingWork(m.external_id, m.transcript or "", _questions(session, m, spec))
+            for m in meetings]
+
+
+def of_task(task: str) -> tuple[str | None, str | None]:
+    """The question types a task keeps (only, except): the summary questions, or the
+    benchmark's."""
+    return (SUMMARY_TYPE, None) if task == "summary" else (None, SUMMARY_TYPE)
+
+
+def _questions(session: Session, meeting: Meeting, spec: GenerationSpec) -> list[QuestionItem]:
+    assert meeting.id is not None
+    only, but = of_task(spec.task)
+    questions = bq.meeting_questions(session=session, meeting_id=meeting.id, only_type=only,
+                                     except_type=but)
+    translations: dict[int, QuestionTranslation] = {}
+    if spec.language != "en":
+        found = bq.translations(session=session, languages=[spec.language],
+                                question_ids=[q.id for q in questions if q.id is not None])
+        translations = {qid: t for (qid, _), t in found.items()}
+    items = []
+    for q in questions:
+        assert q.id is not None
+        if spec.language == "en":
+            text, reference = _phrasing(spec.setting, q.qa_text, q.conv_text) or "", q.reference
+        else:
+            t = translations.get(q.id)
+            translated = _phrasing(spec.setting, t.qa_text, t.conv_text) if t else None
+            if t is None or not translated:
+                raise UserError(f"{meeting.external_id} question {q.number} has no "
+                                f"{spec.language!r} translation: import czech.zip (`init`)")
+            text, reference = translated, t.reference or ""
+        words = reference_word_count(reference) if spec.length_instruction else None
+        items.append(QuestionItem(q.id, q.number, text, words or None))
+    return items
+
+
+def _phrasing(setting: str, qa_text: str | None, conv_text: str | None) -> str | None:
+    """The Conv phrasing in the conv setting (when it differs), else the QA one."""
+    return (conv_text or qa_text) if setting == "conv" else qa_text

@@ -22,8 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from elitr_core.backends.base import Message
 
+#: The timeout of the modules that run this model: pyproject's 600 s per test guards against a
+#: hang, and on two shared cores at load 8-9 these tests came near it. They may take longer; they
+#: may not hang.
+REAL_MODEL_TIMEOUT = pytest.mark.timeout(1800)
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 FOLDER = "smollm2-135m-instruct-q4_1-f32"
 LINES = 6  # synthetic transcript lines per meeting in these tests: prompts of about 270 tokens

@@ -34,7 +34,14 @@ from elitr_core.backends.base import Message
 from elitr_core.cli.main import main
 from elitr_core.data.model_text import as_generated
 from elitr_core.prompts.assembly import judge_messages, multi_turn_plan, single_turn_messages
-from tests.elitr_core.backends.smollm2 import LINES, NEW_TOKENS, Greedy, greedy, smollm2_dir
+from tests.elitr_core.backends.smollm2 import (
+    LINES,
+    NEW_TOKENS,
+    REAL_MODEL_TIMEOUT,
+    Greedy,
+    greedy,
+    smollm2_dir,
+)
 from tests.elitr_core.run_helpers import (
     MEETINGS,
     questions,
@@ -44,9 +51,7 @@ from tests.elitr_core.run_helpers import (
     stored_transcript,
 )
 
-# A real model on two shared cores: pyproject's 600 s per test guards against a hang, and a
-# loaded machine (load 8-9) brought these tests near it. They may take longer; they may not hang.
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = REAL_MODEL_TIMEOUT
 
 
 # Judgments recomputed here (a 430-token prompt each): a wrong prompt or setting shows in any.

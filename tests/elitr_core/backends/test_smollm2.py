@@ -23,7 +23,14 @@ from elitr_core.cli.main import main
 from elitr_core.data.bounds import MAX_TEXT_CHARS
 from elitr_core.data.model_text import as_generated, storable
 from elitr_core.prompts.assembly import multi_turn_plan, single_turn_messages
-from tests.elitr_core.backends.smollm2 import LINES, NEW_TOKENS, greedy, load, smollm2_dir
+from tests.elitr_core.backends.smollm2 import (
+    LINES,
+    NEW_TOKENS,
+    REAL_MODEL_TIMEOUT,
+    greedy,
+    load,
+    smollm2_dir,
+)
 from tests.elitr_core.run_helpers import (
     MEETINGS,
     questions,
@@ -33,9 +40,7 @@ from tests.elitr_core.run_helpers import (
     stored_transcript,
 )
 
-# A real model on two shared cores: pyproject's 600 s per test guards against a hang, and a
-# loaded machine (load 8-9) brought these tests near it. They may take longer; they may not hang.
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = REAL_MODEL_TIMEOUT
 
 
 @pytest.fixture(scope="module")

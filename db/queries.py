@@ -190,10 +190,11 @@ def overview_counts(session: Session) -> dict[str, int]:
 
 
 def runs_per_model(session: Session) -> list[dict[str, Any]]:
-    """One row per run: model, setting, mode, split, seed, responses."""
+    """One row per run: model (its label, :func:`run_label`, so ``M`` and ``M (bm25)`` stay two
+    rows), setting, mode, split, seed, responses."""
     stmt: Any = (
         select(
-            col(Run.model),
+            run_label().label("model"),
             col(Run.setting),
             col(Run.mode),
             col(Run.split),
@@ -203,7 +204,8 @@ def runs_per_model(session: Session) -> list[dict[str, Any]]:
         )
         .outerjoin(Response, col(Response.run_id) == col(Run.id))
         .group_by(col(Run.id))
-        .order_by(col(Run.model), col(Run.setting), col(Run.mode), col(Run.split))
+        .order_by(col(Run.model), col(Run.variant), col(Run.setting), col(Run.mode),
+                  col(Run.split))
     )
     return [dict(r._mapping) for r in session.execute(stmt)]
 

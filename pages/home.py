@@ -5,7 +5,7 @@ import streamlit as st
 
 from elitr_core.data.browse import meetings, overview_counts, runs_per_model, scores_per_evaluator
 from elitr_core.data.database import reading
-from elitr_core.vocab import SETTING_LABELS
+from elitr_core.vocab import setting_mode_label
 from pages.auth_ui import RESEARCHER, require_role
 from pages.data import get_engine_or_stop
 from pages.preload import preload_elements
@@ -33,13 +33,9 @@ with left:
     if runs.empty:
         st.info("No runs yet: import responses (`python -m elitr_core import FILE`).")
     else:
-        runs["setting"] = (
-            runs["setting"].map(SETTING_LABELS)
-            + "-"
-            + runs["mode"]
-            + " "
-            + runs["split"]
-        )
+        # the shared label (a summary run's setting keeps its own name: "summary-st")
+        runs["setting"] = [f"{setting_mode_label(s, m)} {split}" for s, m, split
+                           in zip(runs["setting"], runs["mode"], runs["split"], strict=True)]
         table = runs.pivot_table(
             index="model", columns="setting", values="responses", aggfunc="sum", fill_value=0
         )

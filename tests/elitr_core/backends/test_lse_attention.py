@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from elitr_core.backends.lse_attention import attend_with_lse
@@ -29,3 +30,22 @@ def test_a_mask_shared_by_query_blocks_masks_each_block() -> None:
     blind = [(1, head, block * 4 + 3) for head in range(2) for block in range(3)]
     for row, head, at in blind:  # adds nothing when merged
         assert lse[row, head, at] == -math.inf and not out[row, head, at].any()
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+def test_flex_attention_path_equals_the_tensor_op_path_on_the_cpu() -> None:
+    # The CUDA path's function (flex_with_lse, the call fused_kernel makes) run uncompiled on the
+    # CPU, on the folded grouped-query shapes shared_prefix gives it (3 query heads a KV head):
+    # only the compilation and the device differ on a GPU. torch.compile cannot build it on the
+    # CPU (torch 2.13: "torch.compile on CPU only supports inference and `return_lse` is not
+    # supported yet"), which is why fused_kernel returns None there.
+    from elitr_core.backends.lse_attention import flex_with_lse
+
+    gen = torch.Generator().manual_seed(2)
+    query = torch.randn(2, 2, 3 * 5, 16, generator=gen)
+    keys, values = (torch.randn(2, 2, 37, 16, generator=gen) for _ in range(2))
+    out, lse = flex_with_lse(query, keys, values, 0.25)
+    expected, expected_lse = attend_with_lse(query, keys, values, 0.25)
+    assert out.shape == expected.shape and lse.shape == expected_lse.shape
+    assert torch.allclose(out, expected, atol=1e-5)
+    assert torch.allclose(lse, expected_lse, atol=1e-5)

@@ -1,0 +1,241 @@
+"""A small client of Streamlit's websocket protocol (``/_stcore/stream``), built from the
+streamlit package's own protobufs (``BackMsg``, ``ForwardMsg``, ``ClientState``,
+``WidgetStates``), for tests and benchmarks that play many participants without a browser.
+
+It does what the browser's frontend does for a plain page: send a ``rerun_script`` with the
+query string, the page and every rendered widget's value, read the ``ForwardMsg`` stream
+(deltas, query-string changes) until ``script_finished``, and keep the widget states between
+runs. A button press is a ``trigger_value`` in the next rerun, as in the browser.
+
+Example::
+
+    async with await Session.open(url, query=f"token={token}") as s:
+        await s.click("annotate-tour-done")
+        await s.click("annotate-pick-7")
+        page = await s.click("annotate-submit")
+        assert "Item 2 of 12" in page.text()
+
+Hand-written because Streamlit ships no such client (its ``AppTest`` runs the script in the
+test's own process, not over the server's protocol); ``websockets`` is Streamlit's own
+dependency, so this adds none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from websockets.asyncio.client import ClientConnection, connect
+
+# widget kind -> the WidgetState field that carries its value
+_VALUE_FIELDS = {
+    "checkbox": "bool_value",
+    "text_input": "string_value",
+    "text_area": "string_value",
+}
+_TEXT_FIELDS = ("body", "text", "label", "title")
+_DONE = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
+
+
+@dataclass(frozen=True)
+class Element:
+    """One element of a finished run: where it is, what kind, its protobuf."""
+
+    path: tuple[int, ...]
+    kind: str  # the Element or Block oneof: "markdown", "button", "text_input", "dialog", ...
+    proto: Any  # the kind's message (e.g. streamlit.proto.Button_pb2.Button)
+
+    @property
+    def id(self) -> str:
+        """The widget id ('' for a non-widget)."""
+        return str(getattr(self.proto, "id", ""))
+
+    @property
+    def key(self) -> str | None:
+        """The user key the page gave the widget (the id's last part), None when none."""
+        if not self.id:
+            return None
+        user_key = self.id.split("-", maxsplit=2)[-1]
+        return None if user_key == "None" else user_key
+
+    @property
+    def text(self) -> str:
+        """The element's text: a markdown/text body, an alert's body, a widget's label, a
+        dialog's title."""
+        for name in _TEXT_FIELDS:
+            value = getattr(self.proto, name, None)
+            if isinstance(value, str) and value:
+                return value
+        return ""
+
+    @property
+    def disabled(self) -> bool:
+        """Whether the widget is disabled."""
+        return bool(getattr(self.proto, "disabled", False))
+
+
+@dataclass
+class Page:
+    """What one script run (ending with ``script_finished``) drew."""
+
+    elements: list[Element] = field(default_factory=list)
+    exceptions: list[str] = field(default_factory=list)
+    query_string: str = ""
+    seconds: float = 0.0  # rerun request sent -> script_finished received
+
+    def text(self) -> str:
+        """Every element's text, one per line, in page order."""
+        return "\n".join(e.text for e in self.elements if e.text)
+
+    def widget(self, key: str) -> Element:
+        """The widget with this user key; KeyError naming the keys there are when absent."""
+        for element in self.elements:
+            if element.key == key:
+                return element
+        raise KeyError(f"no widget with key {key!r}; keys: {self.keys()}")
+
+    def keys(self) -> list[str]:
+        """The user keys of the page's widgets."""
+        return [e.key for e in self.elements if e.key]
+
+    def button(self, label: str) -> Element:
+        """The button whose label contains ``label``."""
+        for element in self.elements:
+            if element.kind == "button" and label in element.text:
+                return element
+        raise KeyError(f"no button labelled {label!r}")
+
+
+class Session:
+    """One browser tab's Streamlit session over a websocket (use ``await Session.open``)."""
+
+    def __init__(self, socket: ClientConnection, url: str, query: str, page: str) -> None:
+        self._socket = socket
+        self._url = url
+        self.query_string = query
+        self.page_name = page
+        self.page_script_hash = ""
+        self.session_id = ""
+        self._values: dict[str, WidgetState] = {}
+        self.page = Page()
+
+    @classmethod
+    async def open(cls, base_url: str, *, query: str = "", page: str = "",
+                   cookies: Mapping[str, str] | None = None, origin: str | None = None,
+                   headers: Mapping[str, str] | None = None, session_id: str = "",
+                   timeout: float = 120) -> Session:
+        """Connect to ``base_url`` (http://host:port[/base]) and run the page once.
+
+        ``origin`` defaults to the base URL's own (what a browser sends); ``session_id``
+        asks the server to resume that session (the browser's reconnect)."""
+        parts = urlsplit(base_url)
+        ws_url = f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}" \
+                 f"{parts.path.rstrip('/')}/_stcore/stream"
+        extra = dict(headers or {})
+        if cookies:
+            extra["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        protocols = ["streamlit", "xsrf", session_id] if session_id else ["streamlit"]
+        socket = await connect(ws_url, subprotocols=protocols,  # type: ignore[arg-type]
+                               origin=origin or f"{parts.scheme}://{parts.netloc}",  # type: ignore[arg-type]
+                               additional_headers=extra, max_size=None, open_timeout=timeout)
+        session = cls(socket, base_url, query, page)
+        await session.rerun(timeout=timeout)
+        return session
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the websocket (the server ends the session)."""
+        await self._socket.close()
+
+    async def click(self, key: str, *, timeout: float = 120) -> Page:
+        """Press the button with this key and wait for the rerun it causes."""
+        state = WidgetState(id=self.page.widget(key).id, trigger_value=True)
+        return await self.rerun(triggers=[state], timeout=timeout)
+
+    async def set_value(self, key: str, value: str | bool, *, timeout: float = 120) -> Page:
+        """Change a text input or checkbox (as typing/ticking then leaving it) and rerun."""
+        element = self.page.widget(key)
+        state = WidgetState(id=element.id)
+        setattr(state, _VALUE_FIELDS[element.kind], value)
+        self._values[element.id] = state
+        return await self.rerun(timeout=timeout)
+
+    async def rerun(self, triggers: list[WidgetState] | None = None, *,
+                    timeout: float = 120) -> Page:
+        """Send a rerun with the widget states (plus ``triggers``); return the finished run."""
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = self.query_string
+        state.page_script_hash = self.page_script_hash
+        state.page_name = self.page_name
+        state.context_info.timezone = "UTC"
+        state.context_info.locale = "en-US"
+        state.context_info.url = f"{self._url.rstrip('/')}/{self.page_name}" + \
+            (f"?{self.query_string}" if self.query_string else "")
+        ids = {t.id for t in triggers or []}
+        state.widget_states.widgets.extend(
+            [v for k, v in self._values.items() if k not in ids] + list(triggers or []))
+        started = time.monotonic()
+        await self._socket.send(msg.SerializeToString())
+        self.page = await asyncio.wait_for(self._read_run(), timeout)
+        self.page.seconds = time.monotonic() - started
+        self._keep_values()
+        return self.page
+
+    async def _read_run(self) -> Page:
+        """Read ForwardMsgs until a run finishes; the page is that run's elements."""
+        drawn: dict[tuple[int, ...], Any] = {}  # an Element or a Block protobuf
+        page = Page(query_string=self.query_string)
+        while True:
+            msg = ForwardMsg()
+            msg.ParseFromString(await self._socket.recv())
+            kind = msg.WhichOneof("type")
+            if kind == "new_session":
+                drawn.clear()
+                page.exceptions.clear()
+                self.page_script_hash = msg.new_session.page_script_hash
+                self.session_id = msg.new_session.initialize.session_id or self.session_id
+            elif kind == "delta" and msg.delta.HasField("new_element"):
+                drawn[tuple(msg.metadata.delta_path)] = msg.delta.new_element
+            elif kind == "delta" and msg.delta.HasField("add_block"):
+                drawn[tuple(msg.metadata.delta_path)] = msg.delta.add_block
+            elif kind == "page_info_changed":
+                self.query_string = page.query_string = msg.page_info_changed.query_string
+            elif kind == "navigation":
+                self.page_script_hash = msg.navigation.page_script_hash
+            elif kind == "script_finished" and msg.script_finished in _DONE:
+                break
+        for path in sorted(drawn):
+            element = drawn[path]
+            name = element.WhichOneof("type") or ""
+            page.elements.append(Element(path, name, getattr(element, name, None)))
+            if name == "exception":
+                page.exceptions.append(element.exception.message)
+        return page
+
+    def _keep_values(self) -> None:
+        """As the frontend does: keep the states of the widgets just drawn, drop the rest; a
+        value the server set (``set_value``) replaces the one held."""
+        drawn = {e.id: e for e in self.page.elements if e.kind in _VALUE_FIELDS}
+        self._values = {k: v for k, v in self._values.items() if k in drawn}
+        for wid, element in drawn.items():
+            if wid in self._values and not element.proto.set_value:
+                continue
+            state = WidgetState(id=wid)
+            value = element.proto.value if element.proto.set_value else element.proto.default
+            setattr(state, _VALUE_FIELDS[element.kind], value)
+            self._values[wid] = state

@@ -108,7 +108,7 @@ def table(results: dict[tuple[str, int], dict[str, tuple[float, float, float, in
 
 
 def compact(results: dict[tuple[str, int], dict[str, tuple[float, float, float, int]]]) -> str:
-    """The README's table: coverage t (normal) per estimator and n, one column per judge."""
+    """The table in docs/judge-audit.md: coverage t (normal) per estimator and n, per judge."""
     lines = ["| estimator | n | close judge: t (normal) | loose judge: t (normal) |",
              "| --- | --- | --- | --- |"]
     for name in ESTIMATORS:

@@ -41,7 +41,7 @@ from elitr_core.data.fields import UNSTORABLE
 REPLACEMENT = "\ufffd"
 #: The policy in one clause, for the CLI's and the Runs page's line about altered outputs.
 IN_WORDS = ("NUL, control characters and lone surrogates became U+FFFD, a text too long for "
-            "its column was cut with a marker; README: Security and data safety")
+            "its column was cut with a marker; see docs/security.md")
 #: Ends a text cut to fit its column (``{:,}``: the characters not stored).
 CUT_MARKER = "\u2026[{:,} characters not stored]"
 

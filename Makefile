@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test quick setup setup-dev bytecode browser lint clean
+.PHONY: run test quick setup setup-dev bytecode browser tools lint clean
 
 $(VENV)/.runtime: requirements.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=python3)"; exit 1; }
@@ -32,22 +32,33 @@ bytecode: $(VENV)/.runtime
 setup: $(VENV)/.runtime bytecode
 setup-dev: $(VENV)/.dev bytecode
 
-# Debian's chromium + chromedriver for the real-browser tests and figure export (kaleido).
-browser:
-	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+# Debian packages the tests drive, installed when missing (apt-get, as root or with sudo; the
+# tools without Recommends, which would pull in far more than the tests use):
+# `browser`: chromium + chromedriver for the real-browser tests and figure export (kaleido);
+# `tools`: nginx-light (the reverse proxy in front of the server's gate).
+BROWSER_PACKAGES := chromium chromium-driver
+TOOL_PACKAGES := nginx-light
+define apt_install
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(2) $$missing >/dev/null; \
 	fi
+endef
+browser:
+	$(call apt_install,$(BROWSER_PACKAGES))
+tools:
+	$(call apt_install,$(TOOL_PACKAGES),--no-install-recommends)
 
 run: setup
 	$(PY) -m elitr_core init
 	$(PY) -m streamlit run server.py --server.port $(PORT)
 
-test: setup-dev browser
+test: setup-dev browser tools
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # The fast loop while developing: everything but the real-browser tests (no Chromium needed).
-quick: setup-dev
+quick: setup-dev tools
 	$(PY) -m pytest -q -p no:cacheprovider -m "not browser"
 
 lint: setup-dev

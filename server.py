@@ -2,9 +2,10 @@
 clear the researcher's HttpOnly session cookie (a Streamlit script cannot set one itself).
 
 ``streamlit run server.py`` serves both (Streamlit finds the ``st.App`` below). Every HTTP and
-WebSocket request first passes :class:`TrustedProxies`: forwarding headers count only from the
-proxies of ``ELITR_TRUSTED_PROXIES`` (``elitr_core.annotation.proxies``), so the login limit
-sees the real client and the cookie is ``Secure`` when a trusted proxy says HTTPS.
+WebSocket request first passes :class:`~elitr_core.annotation.web_gate.WebGate`: forwarding
+headers count only from the proxies of ``ELITR_TRUSTED_PROXIES``, and only the family of
+``ELITR_PROXY_HEADER`` (``elitr_core.annotation.proxies``), so the login limit sees the real
+client and the cookie is ``Secure`` when a trusted proxy says HTTPS.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from elitr_core.annotation.proxies import Network, origin, trusted_proxies
+from elitr_core.annotation.proxies import ProxySetting, proxy_setting
 from elitr_core.annotation.sessions import COOKIE_NAME, check_logout_token, redeem_ticket, revoke
+from elitr_core.annotation.web_gate import WebGate
 from elitr_core.data.database import open_database, writing
 from elitr_core.errors import UserError
 
@@ -32,7 +33,7 @@ from elitr_core.errors import UserError
 def _no_uvicorn_proxy_headers() -> None:
     """uvicorn believes X-Forwarded-For/-Proto from 127.0.0.1 by default, through a
     ProxyHeadersMiddleware it wraps around this app once it has imported this module (the
-    FORWARDED_ALLOW_IPS it reads was read before); TrustedProxies decides instead, so uvicorn's
+    FORWARDED_ALLOW_IPS it reads was read before); WebGate decides instead, so uvicorn's
     wrapper becomes a pass-through (tests/browser/test_proxy_browser.py checks the result)."""
     import uvicorn.config
 
@@ -40,23 +41,6 @@ def _no_uvicorn_proxy_headers() -> None:
 
 
 _PAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
-
-
-class TrustedProxies:
-    """ASGI middleware: the request's client and scheme as ``proxies.origin`` decides."""
-
-    def __init__(self, app: ASGIApp, networks: tuple[Network, ...] = ()) -> None:
-        self.app = app
-        self.networks = networks
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in {"http", "websocket"} and scope.get("client"):
-            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-            found = origin(scope["client"][0], scope.get("scheme", "http"), headers,
-                           self.networks)
-            scope = {**scope, "client": (found.client, scope["client"][1]),
-                     "scheme": found.scheme}
-        await self.app(scope, receive, send)
 
 
 def session_start(request: Request) -> RedirectResponse:
@@ -112,11 +96,12 @@ async def lifespan(_app: object) -> AsyncIterator[None]:
     yield
 
 
-def _networks() -> tuple[Network, ...]:
-    """ELITR_TRUSTED_PROXIES, read once at start; a malformed entry stops the server with one
-    line naming it (never trusting nothing or everything by mistake)."""
+def _proxy_setting() -> ProxySetting:
+    """ELITR_TRUSTED_PROXIES and ELITR_PROXY_HEADER, read once at start; a malformed entry
+    stops the server with one line naming it (never trusting nothing or everything by
+    mistake)."""
     try:
-        return trusted_proxies()
+        return proxy_setting()
     except UserError as exc:
         raise SystemExit(f"error: {exc}") from None
 
@@ -135,6 +120,6 @@ _no_uvicorn_proxy_headers()
 _navigation_only()
 os.environ["ELITR_SESSION_ROUTES"] = "1"  # pages/auth_ui.session_routes: the routes exist
 app = st.App("app.py", lifespan=lifespan,
-             middleware=[Middleware(TrustedProxies, networks=_networks())],
+             middleware=[Middleware(WebGate, setting=_proxy_setting())],
              routes=[Route("/session/start", session_start),
                      Route("/session/end", session_end, methods=["GET", "POST"])])

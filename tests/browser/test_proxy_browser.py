@@ -56,9 +56,16 @@ def test_cookie_is_secure_only_when_a_trusted_proxy_says_https(
             assert "elitr_session=" in cookie and "secure" not in cookie.lower()
     with running_server(bundled_sqlite, tmp_path / "trusted.log",
                         {"ELITR_TRUSTED_PROXIES": "127.0.0.1,::1"}) as url:
-        for headers in https:
-            assert "secure" in _set_cookie(url, bundled_sqlite, headers).lower()
+        x_forwarded, forwarded = https
+        assert "secure" in _set_cookie(url, bundled_sqlite, x_forwarded).lower()
+        # the proxy sets X-Forwarded-* (the default): a Forwarded it passed through is not read
+        assert "secure" not in _set_cookie(url, bundled_sqlite, forwarded).lower()
         assert "secure" not in _set_cookie(url, bundled_sqlite, {}).lower()
+    with running_server(bundled_sqlite, tmp_path / "forwarded.log",
+                        {"ELITR_TRUSTED_PROXIES": "127.0.0.1,::1",
+                         "ELITR_PROXY_HEADER": "forwarded"}) as url:
+        assert "secure" in _set_cookie(url, bundled_sqlite, forwarded).lower()
+        assert "secure" not in _set_cookie(url, bundled_sqlite, x_forwarded).lower()
 
 
 def test_log_out_is_a_post_with_the_session_s_token(bundled_sqlite: str, tmp_path: Path) -> None:

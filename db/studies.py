@@ -226,7 +226,8 @@ def store_aggregates(*, session: Session, evaluator_id: int,
     stmt = stmt.on_conflict_do_update(index_elements=list(SCORE_KEY), set_={
         "value": stmt.excluded.value, "status": stmt.excluded.status,
         "updated_at": stmt.excluded.updated_at})
-    return int(session.execute(stmt).rowcount or 0)
+    # counted from RETURNING: psycopg reports -1 as the rowcount of an INSERT ... SELECT
+    return len(session.execute(stmt.returning(_SC.c.id)).all())
 
 
 def delete_aggregates(*, session: Session, evaluator_id: int,

@@ -8,7 +8,7 @@ import streamlit as st
 
 from elitr_core.annotation.admin import (
     StudyStatus,
-    add_annotator,
+    add_study_annotator,
     close_study,
     reopen_study,
     study_status,
@@ -18,6 +18,7 @@ from elitr_core.annotation.guidelines import examples_of, set_study_examples
 from elitr_core.annotation.quality import (
     aggregate,
     exclude_annotator,
+    exclusion_report,
     get_study,
     quality_report,
     study_agreement,
@@ -125,9 +126,12 @@ def _aggregate(study: str) -> None:
 
 def _exclude(study: str, target: str, reason: str) -> None:
     """Runs before the page redraws, so the tables below already show the exclusion."""
-    if _write(exclude_annotator, study, target, reason) is not None:
+    with writing(engine) as session:
+        marked = guarded(exclude_annotator, session, study, target, reason)
+        report = None if marked is None else exclusion_report(session, study, target, marked)
+    if report is not None:
         forget_scores()  # the aggregate without them
-        st.session_state[MESSAGE_KEY] = f"{target} excluded; their task is open for a replacement."
+        st.session_state[MESSAGE_KEY] = report
 
 
 def _state(study: str) -> str | None:
@@ -216,6 +220,7 @@ with create_tab, st.form("studies.create"):
                          selection=selection, judge=judge)
         summary = _write(create_study, spec)
         if summary:
+            names.insert(0, str(summary["study"]))  # the tabs below offer it in this run
             st.success(md("Study {} created: {} items in {} unit(s).", name, summary["items"],
                           summary["units"]))
             if pool == "silver":
@@ -245,13 +250,21 @@ with create_tab, st.expander("Human-budget planner: how many human scores per mo
         st.caption(md("Nothing to plan from yet: {}", exc))
 
 with people_tab, st.form("studies.annotator"):
+    # the link opens the chosen study and the annotator joins that study's pool, so a link
+    # made with the defaults never lands in a pool with no open study
     who = st.text_input("Annotator name")
-    their_pool = st.radio("Pool", ["gold", "silver"], horizontal=True, key="studies.pool")
+    their_study = st.selectbox("Study the link opens", names,
+                               help="the annotator joins this study's pool (gold or silver)")
     if st.form_submit_button("Add annotator"):
-        token = _write(add_annotator, who, their_pool)
-        if token:
-            st.success(md("Personal link of {} (shown once, send it privately):", who))
-            st.code(annotator_link(token, public_base_url()), language=None, wrap_lines=True)
+        added = _write(add_study_annotator, who, their_study or "")
+        if added:
+            token, their_pool = added
+            st.success(md("Personal link of {} to study {} ({} pool), shown once: send it "
+                          "privately.", who, their_study, their_pool))
+            st.code(annotator_link(token, public_base_url(), their_study), language=None,
+                    wrap_lines=True)
+    if not names:
+        st.caption("Create a study first: a personal link opens one study.")
 
 with status_tab:
     if not names:

@@ -57,6 +57,13 @@ def add_annotator(session: Session, name: str, pool: str) -> str:
     return token
 
 
+def add_study_annotator(session: Session, name: str, study: str) -> tuple[str, str]:
+    """Create an annotator in the pool of ``study`` (so their link opens it); return their
+    token (shown once) and the pool."""
+    pool = str(get_study(session, study).filters.get("pool", "silver"))
+    return add_annotator(session, name, pool), pool
+
+
 def study_status(session: Session, name: str) -> StudyStatus:
     """Progress per annotator (items answered, minutes spent) and units short of annotators."""
     study = get_study(session, name)

@@ -53,9 +53,13 @@ def check_token_format(token: str) -> str:
     return token
 
 
-def annotator_link(token: str, base_url: str = "") -> str:
-    """The personal link of an annotator (``/?token=...`` relative to ``base_url``)."""
-    return f"{base_url.rstrip('/')}/?token={token}"
+def annotator_link(token: str, base_url: str = "", study: str | None = None) -> str:
+    """The personal link of an annotator (``/?token=...`` relative to ``base_url``), opening
+    ``study`` when given (else the annotator's study in progress, or one of their pool)."""
+    from urllib.parse import quote
+
+    link = f"{base_url.rstrip('/')}/?token={token}"
+    return f"{link}&study={quote(study, safe='')}" if study else link
 
 
 def hash_password(password: str, *, salt: bytes | None = None,

@@ -139,6 +139,9 @@ def _set_excluded(session: Session, study_name: str, annotator: str, status: str
              if p.annotator_id in ids]
     if not parts:
         raise UserError(f"{annotator!r} has no task in study {study.name}: see `study status`")
+    if all(p.status == status for p in parts):
+        raise UserError(f"{annotator} is {status} in study {study.name} already: nothing "
+                        "was changed")
     for part in parts:
         part.status = status
         part.reason = reason
@@ -155,6 +158,17 @@ def exclude_annotator(session: Session, study_name: str, annotator: str,
     """Exclude an annotator: scores kept with status ``excluded``, their unit re-opened for a
     replacement, the aggregate recomputed; return the number of scores marked."""
     return _set_excluded(session, study_name, annotator, "excluded", reason)
+
+
+def exclusion_report(session: Session, study_name: str, annotator: str, marked: int) -> str:
+    """What an exclusion did, in one sentence: in an open study the task is open for a
+    replacement; a closed study takes no replacement (its aggregate is stored anew)."""
+    study = get_study(session, study_name)
+    done = f"{annotator} excluded from study {study.name}: {marked} score(s) kept as excluded"
+    if study.status == "open":
+        return f"{done}; their task is open for a replacement."
+    return (f"{done}; the stored aggregate is recomputed without them. The study is closed, "
+            "so nobody replaces them unless you re-open it.")
 
 
 def _with_reading(table: pd.DataFrame) -> pd.DataFrame:

@@ -273,6 +273,21 @@ def _pool_of(study: Study) -> str:
     return POOLS[str(study.filters.get("pool", "silver"))]
 
 
+def check_pool(study: Study, pool_slug: str, *, prolific: bool) -> None:
+    """The one pool check every way into a study passes (a token link, a Prolific join, a
+    resume, a second tab: each enters through :func:`enter_with_token` or
+    :func:`join_prolific`, which call this before anything is claimed or created).
+
+    Only a silver study takes Prolific joins: a gold study's experts come through personal
+    links, so anyone knowing its name cannot join it as a gold annotator.
+    """
+    if prolific and _pool_of(study) != POOLS["silver"]:
+        raise AccessDenied(f"Study {study.name} is not open to Prolific participants: it "
+                           "takes personal links only. Please return the study on Prolific.")
+    if _pool_of(study) != pool_slug:
+        raise AccessDenied(f"This link does not give access to study {study.name}.")
+
+
 def _study_for_token(session: Session, annotator_id: int, pool_slug: str) -> str:
     """The study a token without ``study=`` opens: one in progress, else one with room."""
     studies = [s for s in q.list_studies(session=session) if _pool_of(s) == pool_slug]
@@ -316,8 +331,7 @@ def enter_with_token(engine: Engine, token: str, study_name: str | None = None) 
         name = study_name or _study_for_token(session, annotator.id, pool_slug)
         study = _open_study(session, name)
         assert study.id is not None
-        if _pool_of(study) != pool_slug:
-            raise AccessDenied(f"This link does not give access to study {study.name}.")
+        check_pool(study, pool_slug, prolific=False)
         parts = q.participations(session=session, study_id=study.id, annotator_id=annotator.id)
         _check_participation(parts, study)
         if not parts:
@@ -336,10 +350,11 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
     with writing(engine) as session:
         study = _open_study(session, study_name)
         assert study.id is not None
+        check_pool(study, POOLS["silver"], prolific=True)
         if study.prolific_study_id and study.prolific_study_id != prolific_study:
             raise AccessDenied("This Prolific link belongs to another study (STUDY_ID does not "
                                "match): please open the study again from Prolific.")
-        pool_id = upsert_evaluator(session=session, slug=_pool_of(study), kind="human")
+        pool_id = upsert_evaluator(session=session, slug=POOLS["silver"], kind="human")
         annotator = q.annotator_by_external_id(session=session, evaluator_id=pool_id,
                                                external_id=pid)
         if annotator is None:

@@ -12,15 +12,25 @@ from elitr_core.vocab import MODES, SETTINGS, SPLITS
 
 
 def cmd_annotator_add(args: argparse.Namespace) -> int:
-    from elitr_core.annotation.admin import add_annotator
+    from elitr_core.annotation.admin import add_annotator, add_study_annotator
     from elitr_core.annotation.auth import annotator_link
     from elitr_core.data.database import open_database, writing
+    from elitr_core.errors import UserError
 
     with writing(open_database(args.db)) as session:
-        token = add_annotator(session, args.name, args.pool)
-    print(f"annotator {args.name} ({args.pool} pool) created; personal link (shown once, "
-          "keep it private):")
-    print(annotator_link(token, args.base_url))
+        if args.study:
+            token, pool = add_study_annotator(session, args.name, args.study)
+            if args.pool and args.pool != pool:
+                raise UserError(f"study {args.study} is a {pool} study: leave out --pool or "
+                                f"give --pool {pool}")
+        elif args.pool:
+            token, pool = add_annotator(session, args.name, args.pool), args.pool
+        else:
+            raise UserError("give --study NAME (the study the link opens) or --pool gold|silver")
+    opens = f"study {args.study}" if args.study else f"the open {pool} study"
+    print(f"annotator {args.name} ({pool} pool) created; personal link to {opens} (shown "
+          "once, keep it private):")
+    print(annotator_link(token, args.base_url, args.study))
     return 0
 
 
@@ -45,7 +55,11 @@ def cmd_study_create(args: argparse.Namespace) -> int:
     print(f"study {summary['study']} created: {summary['items']} items in {summary['units']} "
           f"unit(s), {summary['per_item']} annotator(s) per item; scores go to evaluator "
           f"{summary['evaluator']}")
-    print(f"Prolific URL: {prolific_url(spec.name)}")
+    if spec.pool == "silver":
+        print(f"Prolific URL: {prolific_url(spec.name)}")
+    else:  # a gold study takes personal links only (Prolific joins are refused)
+        print(f"gold study: no Prolific URL (gold studies take personal links only); give "
+              f"each expert one with `annotator add --name NAME --study {spec.name}`")
     return 0
 
 
@@ -75,13 +89,12 @@ def cmd_study_close(args: argparse.Namespace) -> int:
 
 
 def cmd_study_exclude(args: argparse.Namespace) -> int:
-    from elitr_core.annotation.quality import exclude_annotator
+    from elitr_core.annotation.quality import exclude_annotator, exclusion_report
     from elitr_core.data.database import open_database, writing
 
     with writing(open_database(args.db)) as session:
         n = exclude_annotator(session, args.name, args.annotator, args.reason)
-    print(f"{args.annotator} excluded from study {args.name}: {n} score(s) kept as excluded; "
-          "their task is open for a replacement")
+        print(exclusion_report(session, args.name, args.annotator, n))
     return 0
 
 
@@ -138,7 +151,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     sub = p.add_subparsers(dest="annotator_command", required=True, metavar="ACTION")
     a = sub.add_parser("add", help="create an annotator and print their personal link")
     a.add_argument("--name", required=True)
-    a.add_argument("--pool", choices=["gold", "silver"], required=True)
+    a.add_argument("--study", metavar="NAME",
+                   help="the study the link opens (the annotator joins its pool)")
+    a.add_argument("--pool", choices=["gold", "silver"],
+                   help="the annotator's pool (without --study: the link opens an open "
+                        "study of this pool)")
     a.add_argument("--base-url", default="", metavar="URL",
                    help="prefix of the printed link, e.g. https://elitr.example.org")
     db_option(a)

@@ -44,7 +44,9 @@ def test_create_study_and_add_annotator_from_the_page(url: str) -> None:
     name_box = [t for t in app.text_input if t.label == "Annotator name"][0]
     name_box.set_value("ann")
     _button(app, "Add annotator").click().run()
-    assert "/?token=" in app.code[-1].value
+    assert "/?token=" in app.code[-1].value and app.code[-1].value.endswith("&study=pilot")
+    # the confirmation names the study the link opens and its pool
+    assert "to study pilot (silver pool)" in app.success[-1].value
 
 
 def _button(app: AppTest, label: str):  # type: ignore[no-untyped-def]
@@ -62,11 +64,12 @@ def test_links_are_full_urls_to_paste_with_a_copy_button(
         "https://elitr.example.org/?study=pilot&PROLIFIC_PID={{%PROLIFIC_PID%}}")
     [t for t in app.text_input if t.label == "Annotator name"][0].set_value("ann")
     _button(app, "Add annotator").click().run()
-    assert re.fullmatch(r"https://elitr\.example\.org/\?token=[\w-]{40,}", app.code[-1].value)
+    assert re.fullmatch(r"https://elitr\.example\.org/\?token=[\w-]{40,}&study=pilot",
+                        app.code[-1].value)
     monkeypatch.delenv("ELITR_PUBLIC_URL")  # no setting: this server's own address
     [t for t in app.text_input if t.label == "Annotator name"][0].set_value("ann2")
     _button(app, "Add annotator").click().run()
-    assert re.fullmatch(r"http://localhost:\d+/\?token=[\w-]{40,}", app.code[-1].value)
+    assert re.fullmatch(r"http://localhost:\d+/\?token=[\w-]{40,}&study=pilot", app.code[-1].value)
 
 
 def test_a_gold_study_gets_gold_defaults(url: str) -> None:

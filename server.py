@@ -5,7 +5,8 @@ clear the researcher's HttpOnly session cookie (a Streamlit script cannot set on
 WebSocket request first passes :class:`~elitr_core.annotation.web_gate.WebGate`: forwarding
 headers count only from the proxies of ``ELITR_TRUSTED_PROXIES``, and only the family of
 ``ELITR_PROXY_HEADER`` (``elitr_core.annotation.proxies``), so the login limit sees the real
-client and the cookie is ``Secure`` when a trusted proxy says HTTPS.
+client and the cookie is ``Secure`` when a trusted proxy says HTTPS; and the WebSocket and
+the routes below answer a browser only from the app's own origin (scheme, host and port).
 """
 
 from __future__ import annotations
@@ -119,7 +120,9 @@ def _navigation_only() -> None:
 _no_uvicorn_proxy_headers()
 _navigation_only()
 os.environ["ELITR_SESSION_ROUTES"] = "1"  # pages/auth_ui.session_routes: the routes exist
-app = st.App("app.py", lifespan=lifespan,
-             middleware=[Middleware(WebGate, setting=_proxy_setting())],
-             routes=[Route("/session/start", session_start),
-                     Route("/session/end", session_end, methods=["GET", "POST"])])
+ROUTES = [Route("/session/start", session_start),
+          Route("/session/end", session_end, methods=["GET", "POST"])]
+# the gate also refuses the WebSocket and these routes to pages of any other origin
+app = st.App("app.py", lifespan=lifespan, routes=ROUTES,
+             middleware=[Middleware(WebGate, setting=_proxy_setting(),
+                                    guarded=[route.path for route in ROUTES])])

@@ -1,6 +1,6 @@
-"""Forwarded addresses with nginx's real headers (issue 27, item 5): Debian's nginx in front of
-the server's gate (``WebGate``, as ``server.py`` installs it) around a small app that answers
-the client, scheme and host the gate decided.
+"""Forwarded addresses with nginx's real headers (issue 27, items 5 and 1): Debian's nginx in
+front of the server's gate (``WebGate``, as ``server.py`` installs it) around a small app that
+answers the client, scheme and host the gate decided.
 
 The browser connects from 127.0.0.2 (all of 127.0.0.0/8 is this machine), nginx from
 127.0.0.1, the trusted proxy; so the right answer is always 127.0.0.2, whatever the client
@@ -56,11 +56,12 @@ async def _echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 @contextmanager
-def _gate(trusted: str, family: str) -> Iterator[int]:
+def _gate(trusted: str, family: str, guarded: tuple[str, ...] = ()) -> Iterator[int]:
     """uvicorn (no proxy headers of its own) serving the gate around ``_echo``; its port."""
     port = _free_port()
-    config = uvicorn.Config(WebGate(_echo, proxy_setting(trusted, family)), host="127.0.0.1",
-                            port=port, proxy_headers=False, log_level="warning", lifespan="off")
+    gate = WebGate(_echo, proxy_setting(trusted, family), guarded)
+    config = uvicorn.Config(gate, host="127.0.0.1", port=port, proxy_headers=False,
+                            log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
@@ -116,13 +117,20 @@ http {{
         proc.wait(timeout=10)
 
 
-def _ask(port: int, headers: dict[str, str]) -> dict[str, str]:
+def _status(port: int, headers: dict[str, str]) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20,
                                       source_address=(BROWSER, 0))
     conn.request("GET", "/", headers=headers)
-    answer = json.loads(conn.getresponse().read())
+    response = conn.getresponse()
+    answer = response.status, response.read()
     conn.close()
-    return dict(answer)
+    return answer
+
+
+def _ask(port: int, headers: dict[str, str]) -> dict[str, str]:
+    status, body = _status(port, headers)
+    assert status == 200, body
+    return dict(json.loads(body))
 
 
 LIES = [
@@ -155,3 +163,20 @@ def test_without_trust_the_client_is_nginx(tmp_path: Path) -> None:
             _nginx(tmp_path, upstream, X_FORWARDED) as port:
         answer = _ask(port, {"X-Forwarded-For": "7.7.7.7"})
     assert answer["client"] == "127.0.0.1"
+
+
+@pytest.mark.parametrize(("family", "directives"), [("x-forwarded-for", X_FORWARDED),
+                                                    ("forwarded", FORWARDED)],
+                         ids=["x-forwarded-for", "forwarded"])
+def test_behind_nginx_the_own_origin_is_the_proxy_s(family: str, directives: str,
+                                                     tmp_path: Path) -> None:
+    """Issue 27 item 1 behind a proxy: the browser's origin is nginx's address (the forwarded
+    host and scheme), not the server's own port, nor any other port of the host."""
+    with _gate("127.0.0.1", family, ("/",)) as upstream, \
+            _nginx(tmp_path, upstream, directives) as port:
+        assert _status(port, {"Origin": f"http://127.0.0.1:{port}"})[0] == 200
+        assert _status(port, {"Sec-Fetch-Site": "same-origin"})[0] == 200
+        for other in (upstream, port + 1):
+            assert _status(port, {"Origin": f"http://127.0.0.1:{other}"})[0] == 403
+        assert _status(port, {"Origin": f"https://127.0.0.1:{port}"})[0] == 403
+        assert _status(port, {"Sec-Fetch-Site": "same-site"})[0] == 403

@@ -225,6 +225,12 @@ def _checkout(ref: str, tmp: Path) -> Path:
     return path
 
 
+def remove_checkout(tmp: Path) -> None:
+    """Remove the worktree ``_checkout`` made in ``tmp``."""
+    subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force",
+                    str(tmp / "before")], capture_output=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="a git commit to time side by side with this tree")
@@ -260,8 +266,7 @@ def main() -> int:
         print("(! = the page raised in that tree)")
     finally:
         if args.before:
-            subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force",
-                            str(tmp / "before")], capture_output=True)
+            remove_checkout(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

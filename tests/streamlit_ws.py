@@ -42,7 +42,8 @@ _VALUE_FIELDS = {
     "text_area": "string_value",
 }
 _TEXT_FIELDS = ("body", "text", "label", "title")
-_DONE = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
+_DONE = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
+         ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Element:
     path: tuple[int, ...]
     kind: str  # the Element or Block oneof: "markdown", "button", "text_input", "dialog", ...
     proto: Any  # the kind's message (e.g. streamlit.proto.Button_pb2.Button)
+    fragment_id: str = ""  # the st.fragment that drew it, "" for the page's own
 
     @property
     def id(self) -> str:
@@ -114,6 +116,15 @@ class Page:
         raise KeyError(f"no button labelled {label!r}")
 
 
+def _element(msg: ForwardMsg) -> Element:
+    """The Element of a new_element or add_block delta."""
+    delta = msg.delta
+    proto = delta.new_element if delta.HasField("new_element") else delta.add_block
+    name = proto.WhichOneof("type") or ""
+    return Element(tuple(msg.metadata.delta_path), name, getattr(proto, name, None),
+                   delta.fragment_id)
+
+
 class Session:
     """One browser tab's Streamlit session over a websocket (use ``await Session.open``)."""
 
@@ -162,9 +173,12 @@ class Session:
         await self._socket.close()
 
     async def click(self, key: str, *, timeout: float = 120) -> Page:
-        """Press the button with this key and wait for the rerun it causes."""
-        state = WidgetState(id=self.page.widget(key).id, trigger_value=True)
-        return await self.rerun(triggers=[state], timeout=timeout)
+        """Press the button with this key and wait for the rerun it causes (the fragment's
+        own rerun when the button is in an ``st.fragment``, as in the browser)."""
+        element = self.page.widget(key)
+        state = WidgetState(id=element.id, trigger_value=True)
+        return await self.rerun(triggers=[state], fragment=element.fragment_id,
+                                timeout=timeout)
 
     async def set_value(self, key: str, value: str | bool, *, timeout: float = 120) -> Page:
         """Change a text input or checkbox (as typing/ticking then leaving it) and rerun."""
@@ -174,11 +188,13 @@ class Session:
         self._values[element.id] = state
         return await self.rerun(timeout=timeout)
 
-    async def rerun(self, triggers: list[WidgetState] | None = None, *,
+    async def rerun(self, triggers: list[WidgetState] | None = None, *, fragment: str = "",
                     timeout: float = 120) -> Page:
-        """Send a rerun with the widget states (plus ``triggers``); return the finished run."""
+        """Send a rerun with the widget states (plus ``triggers``) of the whole page or of
+        one ``fragment``; return the finished run."""
         msg = BackMsg()
         state = msg.rerun_script
+        state.fragment_id = fragment
         state.query_string = self.query_string
         state.page_script_hash = self.page_script_hash
         state.page_name = self.page_name
@@ -191,40 +207,35 @@ class Session:
             [v for k, v in self._values.items() if k not in ids] + list(triggers or []))
         started = time.monotonic()
         await self._socket.send(msg.SerializeToString())
-        self.page = await asyncio.wait_for(self._read_run(), timeout)
+        self.page = await asyncio.wait_for(self._read_run(fragment), timeout)
         self.page.seconds = time.monotonic() - started
         self._keep_values()
         return self.page
 
-    async def _read_run(self) -> Page:
-        """Read ForwardMsgs until a run finishes; the page is that run's elements."""
-        drawn: dict[tuple[int, ...], Any] = {}  # an Element or a Block protobuf
+    async def _read_run(self, fragment: str) -> Page:
+        """Read ForwardMsgs until a run finishes; the page is that run's elements (a fragment's
+        run redraws its own and keeps the rest of the page)."""
+        kept = {e.path: e for e in self.page.elements} if fragment else {}
+        drawn: dict[tuple[int, ...], Element] = dict(kept)
         page = Page(query_string=self.query_string)
         while True:
             msg = ForwardMsg()
             msg.ParseFromString(await self._socket.recv())
             kind = msg.WhichOneof("type")
             if kind == "new_session":
-                drawn.clear()
-                page.exceptions.clear()
+                drawn = dict(kept)
                 self.page_script_hash = msg.new_session.page_script_hash
                 self.session_id = msg.new_session.initialize.session_id or self.session_id
-            elif kind == "delta" and msg.delta.HasField("new_element"):
-                drawn[tuple(msg.metadata.delta_path)] = msg.delta.new_element
-            elif kind == "delta" and msg.delta.HasField("add_block"):
-                drawn[tuple(msg.metadata.delta_path)] = msg.delta.add_block
+            elif kind == "delta" and msg.delta.WhichOneof("type") in ("new_element", "add_block"):
+                drawn[tuple(msg.metadata.delta_path)] = _element(msg)
             elif kind == "page_info_changed":
                 self.query_string = page.query_string = msg.page_info_changed.query_string
             elif kind == "navigation":
                 self.page_script_hash = msg.navigation.page_script_hash
             elif kind == "script_finished" and msg.script_finished in _DONE:
                 break
-        for path in sorted(drawn):
-            element = drawn[path]
-            name = element.WhichOneof("type") or ""
-            page.elements.append(Element(path, name, getattr(element, name, None)))
-            if name == "exception":
-                page.exceptions.append(element.exception.message)
+        page.elements = [drawn[path] for path in sorted(drawn)]
+        page.exceptions = [e.proto.message for e in page.elements if e.kind == "exception"]
         return page
 
     def _keep_values(self) -> None:

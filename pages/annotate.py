@@ -16,6 +16,7 @@ import time
 import streamlit as st
 
 from elitr_core.annotation.guidelines import (
+    Example,
     rubric_criterion,
     rubric_levels,
     score_meaning,
@@ -35,10 +36,14 @@ ENTRY_SEEN_KEY = "annotate.entry"  # the entry POSITION_KEY belongs to
 ERROR_KEY = "annotate.error"
 TOUR_KEY = "annotate.tour-seen"  # read once per browser session from the annotator's record
 TOUR_OPEN_KEY = "annotate.tour-open"  # the "?" button asked for the walkthrough again
+VIEW_KEY = "annotate.view"  # the queue as the submit just returned it, for the run it causes
+REDRAW_KEY = "annotate.redraw"  # a pick cleared the error above: redraw the whole page
+EXAMPLES_TTL_S = 60  # a researcher's new worked examples reach open pages within a minute
 SCORE_KEY = "annotate-score-{}"  # the picked score of a position (set by the scale's buttons)
 PICK_KEY = "annotate-pick-{}"  # widget keys double as CSS classes (st-key-...) for the keys
 COMMENT_KEY, UNCLEAR_KEY = "annotate-comment-{}", "annotate-unclear-{}"
 SCALE = list(range(1, 11))
+ENDS = ":gray[1 = Does not correspond at all · 10 = Perfect match · keys 1-9, 0 = 10]"
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc={}"
 KEYS_JS = """<script>(function () {
   const w = window.parent || window, doc = w.document;
@@ -90,7 +95,8 @@ def _go(position: int | None) -> None:
 
 def _pick(position: int, value: int) -> None:
     st.session_state[SCORE_KEY.format(position)] = value
-    st.session_state.pop(ERROR_KEY, None)
+    if st.session_state.pop(ERROR_KEY, None):
+        st.session_state[REDRAW_KEY] = True
 
 
 def _submit(position: int) -> None:
@@ -105,6 +111,7 @@ def _submit(position: int) -> None:
                    seconds=time.monotonic() - shown_at)
     if view is None:  # the refusal was shown by guarded
         return
+    st.session_state[VIEW_KEY] = view  # the run this causes draws it, without asking again
     after = position + 1 if position + 1 < view.total else None
     _go(after if view.first_open is None else min(position + 1, view.first_open))
 
@@ -116,12 +123,36 @@ def _guidelines() -> None:
     for scores, meaning in rubric_levels():
         st.text(f"{scores}: {meaning}")
     st.markdown("**Worked examples**")
-    with reading(engine) as session:
-        examples = study_examples(session, entry.study_id)
-    for example in examples:
+    for example in _examples(entry.study_id):
         with st.container(border=True):
             st.text(f"Question: {example.question}\nReference: {example.reference}\n"
                     f"Response: {example.response}\nScore: {example.score}. {example.why}")
+
+
+@st.cache_data(ttl=EXAMPLES_TTL_S, show_spinner=False)
+def _examples(study_id: int) -> list[Example]:
+    """The study's worked examples, read once a minute for all its participants (every rerun
+    of every participant draws them in the Guidelines popover)."""
+    with reading(engine) as session:
+        return study_examples(session, study_id)
+
+
+@st.fragment
+def _scale(position: int) -> None:
+    """The 10-point scale and the picked score's meaning. A fragment: a pick (a digit key)
+    reruns only this, not the page's queries and texts (bench/bench_crowd.py)."""
+    if st.session_state.pop(REDRAW_KEY, False):
+        st.rerun()  # the pick also cleared the error shown above the texts
+    picked = st.session_state[SCORE_KEY.format(position)]
+    for col, value in zip(st.columns(10, gap="small"), SCALE, strict=True):
+        col.button(f"**{value:d}** · key {value % 10:d}", key=PICK_KEY.format(value),
+                   type="primary" if picked == value else "secondary", width="stretch",
+                   on_click=_pick, args=(position, value))
+    if picked is None:
+        st.markdown(f":gray[No score picked yet.] {ENDS}")
+    else:
+        st.markdown(md(":blue-background[**Your score: {}**] {}", picked,
+                       score_meaning(int(picked))))
 
 
 @st.dialog("Scoring with the keyboard")
@@ -135,7 +166,7 @@ def _tour() -> None:
         st.rerun()
 
 
-view = guarded(queue_view, engine, entry)
+view = st.session_state.pop(VIEW_KEY, None) or guarded(queue_view, engine, entry)
 if view is None:
     st.stop()
 position = st.session_state.get(POSITION_KEY)
@@ -173,7 +204,6 @@ if st.session_state.get(SHOWN_KEY, (None,))[0] != position:
 score_key = SCORE_KEY.format(position)
 if score_key not in st.session_state:
     st.session_state[score_key] = item.value
-picked = st.session_state[score_key]
 if TOUR_KEY not in st.session_state:
     with reading(engine) as session:
         st.session_state[TOUR_KEY] = tour_seen(session, entry.annotator_id)
@@ -197,16 +227,7 @@ with st.container(key="annotate-texts"):
         st.caption("Response to evaluate")
         st.container(border=True, height=300).text(item.response)
 
-for col, value in zip(st.columns(10, gap="small"), SCALE, strict=True):
-    col.button(f"**{value:d}** · key {value % 10:d}", key=PICK_KEY.format(value),
-               type="primary" if picked == value else "secondary", width="stretch",
-               on_click=_pick, args=(position, value))
-ENDS = ":gray[1 = Does not correspond at all · 10 = Perfect match · keys 1-9, 0 = 10]"
-if picked is None:
-    st.markdown(f":gray[No score picked yet.] {ENDS}")
-else:
-    st.markdown(md(":blue-background[**Your score: {}**] {}", picked,
-                   score_meaning(int(picked))))
+_scale(position)
 comment, unclear, back, send, forward = st.columns([4, 1.4, 1, 1.6, 1],
                                                    vertical_alignment="center")
 comment.text_input("Comment (optional)", value=item.comment, key=COMMENT_KEY.format(position),

@@ -58,8 +58,10 @@ async def _score_two(server: str, token: str) -> list[str]:
         page = await s.click("annotate-tour-done")
         assert "Item 1 of 12 · Question" in page.text() and not page.exceptions
         assert "No score picked yet." in page.text()
-        page = await s.click("annotate-pick-7")
-        assert "Your score: 7" in page.text()
+        page = await s.click("annotate-submit")  # Enter before a digit: told to pick first
+        assert "Pick a score from 1 to 10 first" in page.text()
+        page = await s.click("annotate-pick-7")  # the pick clears that message
+        assert "Your score: 7" in page.text() and "Pick a score" not in page.text()
         assert page.widget("annotate-pick-7").proto.type == "primary"
         page = await s.click("annotate-submit")
         seen = [page.text()]

@@ -43,6 +43,16 @@ def meeting_questions(*, session: Session, meeting_id: int, number: int | None =
                                       except_type)))
 
 
+def question_references(*, session: Session, split: str) -> dict[tuple[str, int], tuple[int, str]]:
+    """(meeting, question number) -> (question id, English reference) of one split."""
+    stmt = (sa_select(col(Meeting.external_id), col(Question.number), col(Question.id),
+                      col(Question.reference))
+            .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
+            .where(col(Meeting.split) == split))
+    return {(meeting, number): (qid, reference)
+            for meeting, number, qid, reference in session.execute(stmt)}
+
+
 def has_questions(*, session: Session) -> bool:
     """Whether any question is stored (False on a fresh database)."""
     return session.exec(select(Question.id).limit(1)).first() is not None

@@ -31,14 +31,28 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from elitr_core.data.database import open_database, writing
     from elitr_core.data.importers import import_paths
+    from elitr_core.data.report import ImportReport
+    from elitr_core.integrations.store import import_harness_paths, is_harness_file
 
+    paths = [Path(p) for p in args.paths]
+    harness = [p for p in paths if is_harness_file(p)]
     engine = open_database(args.db)
-    with writing(engine) as session:
-        report = import_paths(
-            session, [Path(p) for p in args.paths], password=args.password.encode(),
-            replace=args.replace,
-        )
+    skipped: list[str] = []
+    with writing(engine) as session:  # one transaction: a refused file leaves nothing written
+        report = ImportReport()
+        if len(harness) < len(paths):
+            report = import_paths(
+                session, [p for p in paths if p not in harness],
+                password=args.password.encode(), replace=args.replace,
+            )
+        if harness:
+            skipped = import_harness_paths(session, harness, report, replace=args.replace,
+                                           partial=args.partial)
     print(f"imported {report.summary()}")
+    if skipped:
+        print(f"left out {len(skipped)}:")
+        for line in skipped:
+            print(f"  {line}")
     if report.replaced:
         print(f"replaced {len(report.replaced)} stored value(s):")
         for line in report.replaced:
@@ -74,16 +88,22 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "import",
-        help="import benchmark/response JSON, ZIPs or a scores CSV",
+        help="import benchmark/response JSON, ZIPs, a scores CSV or a harness's log",
         description="Import ELITR-Bench question or generated-response JSON "
-        "files, ZIP archives of them (password 'utter'), or a tidy scores CSV "
-        "with the columns of `export scores`. All files in one transaction. Files that "
+        "files, ZIP archives of them (password 'utter'), a tidy scores CSV "
+        "with the columns of `export scores`, inspect_ai logs of the ELITR-Bench task "
+        "(.eval, .json) or lm-evaluation-harness samples (samples_elitr_bench_*.jsonl, "
+        "read with the results_*.json beside them): each log is a run, its numeric "
+        "scorers evaluators. All files in one transaction. Files that "
         "disagree with each other, or with what is stored, are refused; --replace lets an "
         "import change stored values and lists each one it replaced.",
     )
     p.add_argument("--replace", action="store_true",
                    help="replace stored questions, references, responses or scores that the "
                    "files change (each replaced value is printed)")
+    p.add_argument("--partial", action="store_true",
+                   help="import the answered samples of an unfinished or errored inspect_ai "
+                   "log and list the others (refused without it)")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--password", default="utter", type=valid_text("password"),
                    help="password of encrypted ZIP archives (ELITR-Bench's: utter)")

@@ -1,0 +1,60 @@
+"""What a harness's output becomes before it is stored: one :class:`HarnessRun` per log.
+
+The readers (``inspect_logs``, ``lm_eval_samples``) turn a file into this shape; ``store``
+checks it against the database and writes it through the project's import gate. Nothing here
+imports a harness package: :func:`require` does, when a reader needs one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from elitr_core.errors import UserError
+
+#: How each harness's outputs are named in a run's ``backend`` column.
+BACKENDS = {"inspect": "inspect_ai", "lm-eval": "lm-evaluation-harness"}
+
+
+@dataclass(frozen=True)
+class HarnessAnswer:
+    """One answer of a log to the question ``number`` of ``meeting`` (``sample``: the log's
+    own sample id, named in messages)."""
+
+    meeting: str
+    number: int
+    text: str
+    sample: str
+
+
+@dataclass
+class HarnessRun:
+    """A log as a run: its key, config, answers, and its scorers' scores (evaluator slug ->
+    (meeting, number, value)); ``skipped`` lists what was read but not imported, one line
+    each (samples left out by ``--partial``, scorers whose values are not 1..10 scores)."""
+
+    source: str
+    backend: str
+    model: str
+    split: str
+    setting: str
+    mode: str
+    language: str
+    config: dict[str, Any]
+    answers: list[HarnessAnswer] = field(default_factory=list)
+    scores: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
+    evaluators: dict[str, tuple[str, str]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    #: scorers skipped as a whole (named in ``skipped``)
+    dropped: set[str] = field(default_factory=set)
+
+
+def require(module: str, package: str, what: str) -> ModuleType:
+    """``module`` imported, or one line naming the package to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UserError(f"reading {what} needs the {package} package, which is not installed: "
+                        f"pip install {package}") from None

@@ -1,0 +1,154 @@
+"""Storing harness runs (inspect_ai logs, lm-evaluation-harness samples) as runs of the project.
+
+Everything passes the project's import gate: the model and evaluator names and the scores are
+checked by ``records`` (bounds from the schema, the same on SQLite and PostgreSQL), the answers
+are stored by the policy of text a model made (``model_text``: never refused, altered
+characters counted and the original kept), and a stored answer or score a file would change
+is refused unless ``--replace`` (``overwrite.Guard``). One import is one transaction: a refused
+file leaves nothing written, and importing the same file again changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from db import crud
+from db.models import NO_SEED, Meeting, Response, Run
+from elitr_core.data import records
+from elitr_core.data.model_text import storable_row
+from elitr_core.data.overwrite import Guard, guard_scores, refuse_other_split
+from elitr_core.data.report import ImportReport
+from elitr_core.errors import DataFileError
+from elitr_core.integrations.harness import BACKENDS, HarnessRun
+from elitr_core.vocab import LANGUAGES, MODES, SETTINGS, SPLITS
+
+_RUN_KEY = ["model", "setting", "mode", "split", "seed", "variant", "language"]
+
+
+def is_harness_file(path: Path) -> bool:
+    """Whether ``import`` reads ``path`` as a harness's output rather than an ELITR-Bench file:
+    an inspect_ai log, or an lm-evaluation-harness ``samples_*.jsonl``."""
+    from elitr_core.integrations.inspect_logs import is_inspect_log
+
+    return is_inspect_log(path)
+
+
+def read_harness_file(path: Path, *, partial: bool = False) -> HarnessRun:
+    """The run held by one harness file (see :func:`is_harness_file`)."""
+    if path.suffix.lower() == ".jsonl":
+        from elitr_core.integrations.lm_eval_samples import read_lm_eval_samples
+
+        return read_lm_eval_samples(path)
+    from elitr_core.integrations.inspect_logs import read_inspect_log
+
+    return read_inspect_log(path, partial=partial)
+
+
+def import_harness_paths(session: Session, paths: list[Path], report: ImportReport, *,
+                         replace: bool = False, partial: bool = False) -> list[str]:
+    """Read and store every harness file of ``paths``; the lines of what was left out."""
+    skipped: list[str] = []
+    guard = Guard(replace, report)
+    for path in paths:
+        run = read_harness_file(path, partial=partial)
+        store_harness_run(session, run, report, guard)
+        report.files.append(path.name)
+        skipped += run.skipped
+    return skipped
+
+
+def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
+                      guard: Guard) -> int:
+    """Store one run with its answers and scores; its run id."""
+    model = _checked_key(run)
+    questions = _question_ids(session, run)
+    row = {"model": model, "setting": run.setting, "mode": run.mode, "split": run.split,
+           "seed": NO_SEED, "variant": "", "language": run.language,
+           "backend": run.backend, "status": "done", "source": run.source[:512],
+           "config": run.config}
+    # no update columns: a run imported before keeps its config (a second import is a no-op)
+    crud.upsert(session=session, table=Run, keys=_RUN_KEY, rows=[row])
+    run_id = crud.id_map(session=session, table=Run, keys=_RUN_KEY,
+                         where={"model": model})[tuple(row[k] for k in _RUN_KEY)]
+    rows = {}
+    for answer in run.answers:
+        meta: dict[str, Any] = {"harness": BACKENDS[run.backend], "sample": answer.sample}
+        stored = storable_row(Response, {"text": answer.text})
+        if stored.altered:
+            meta["altered"] = stored.note(answer.text)
+        rows[questions[(answer.meeting, answer.number)]] = {
+            "run_id": run_id, "question_id": questions[(answer.meeting, answer.number)],
+            "text": stored.values["text"], "meta": meta}
+    old = crud.stored_rows(session=session, table=Response, keys=["question_id"],
+                           columns=["text"], where={"run_id": [run_id]})
+    for (meeting, number), qid in questions.items():
+        if qid in rows:
+            guard.check(path=run.source, what=f"the response of {model} to meeting {meeting} "
+                        f"question {number}", stored=old.get((qid,)), new=rows[qid],
+                        columns=["text"])
+    crud.upsert(session=session, table=Response, rows=list(rows.values()),
+                keys=["run_id", "question_id"], update=["text", "meta"])
+    _store_scores(session, run, run_id, questions, guard, report)
+    report.counts["runs"] += 1
+    report.counts["responses"] += len(rows)
+    return run_id
+
+
+def _checked_key(run: HarnessRun) -> str:
+    """The run's model name through the gate; its split, setting, mode and language known."""
+    for name, value, allowed in (("split", run.split, SPLITS), ("setting", run.setting,
+                                 SETTINGS), ("mode", run.mode, MODES),
+                                 ("language", run.language, LANGUAGES)):
+        if value not in allowed:
+            raise DataFileError(run.source, f"{name} {value!r} is not one of "
+                                f"{', '.join(allowed)}")
+    checked = records.validate(records.RUN, {"model": run.model, "seed": 0}, path=run.source,
+                               labels={"model": "model name"})
+    return str(checked["model"])
+
+
+def _question_ids(session: Session, run: HarnessRun) -> dict[tuple[str, int], int]:
+    """(meeting, number) -> question id of every answer; an answer naming no stored question
+    of the run's split is refused."""
+    known = crud.question_ids(session=session)
+    meetings = sorted({a.meeting for a in run.answers})
+    splits = crud.stored_rows(session=session, table=Meeting, keys=["external_id"],
+                              columns=["split"], where={"external_id": meetings})
+    for meeting in meetings:
+        row = splits.get((meeting,))
+        refuse_other_split(run.source, meeting, row["split"] if row else None, run.split)
+    found = {}
+    for a in run.answers:
+        if (a.meeting, a.number) not in known:
+            raise DataFileError(run.source, f"sample {a.sample} names meeting {a.meeting!r} "
+                                f"question {a.number}, which is not an ELITR-Bench question "
+                                "stored here (import the benchmark first: init)")
+        found[(a.meeting, a.number)] = known[(a.meeting, a.number)]
+    return found
+
+
+def _store_scores(session: Session, run: HarnessRun, run_id: int,
+                  questions: dict[tuple[str, int], int], guard: Guard,
+                  report: ImportReport) -> None:
+    """The scorers' scores as evaluators' scores of the run's responses."""
+    response_ids = crud.response_ids(session=session,
+                                     pairs=[(run_id, qid) for qid in questions.values()])
+    rows, names = [], []
+    for name, values in run.scores.items():
+        slug = records.validate(records.EVALUATOR_SLUG, name, path=run.source,
+                                what="scorer name")
+        kind, description = run.evaluators[name]
+        evaluator = crud.upsert_evaluator(session=session, slug=slug, kind=kind,
+                                          description=description[:512])
+        for meeting, number, value in values:
+            response = response_ids[(run_id, questions[(meeting, number)])]
+            rows.append(crud.score_row(response_id=response, evaluator_id=evaluator,
+                                       value=value))
+            names.append(f"the {slug} score of meeting {meeting} question {number}")
+    guard_scores(session, guard, path=run.source, rows=rows, describe=names.__getitem__)
+    unique = {tuple(row[k] for k in crud.SCORE_KEY): row for row in rows}
+    crud.upsert_scores(session=session, rows=list(unique.values()))
+    report.counts["scores"] += len(unique)

@@ -1,0 +1,179 @@
+"""The real inspect_ai on the shipped task, its logs imported: runs, scores, refusals.
+
+``inspect_ai.eval`` (what ``inspect eval`` calls) runs ``elitr_core/integrations/
+inspect_task.py`` with inspect's ``mockllm/model`` on two test2 meetings; the logs are
+imported on SQLite and PostgreSQL, then edited to break each rule of the importer.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elitr_core.cli.main import main
+from elitr_core.data.model_text import as_generated
+from tests.dbstate import snapshot
+from tests.elitr_core.integrations.inspect_helpers import MODEL, build_logs
+from tests.elitr_core.run_helpers import MEETINGS, rows
+
+pytest.importorskip("inspect_ai")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def logs(bundled_sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory
+         ) -> dict[str, Path]:
+    return build_logs(bundled_sqlite_template, tmp_path_factory.mktemp("inspect-logs"))
+
+
+@pytest.fixture
+def url(db_url: str) -> str:
+    assert main(["init", "--db", db_url]) == 0
+    return db_url
+
+
+def _log_answers(path: Path) -> dict[tuple[str, int], str]:
+    from inspect_ai.log import read_eval_log
+
+    out = {}
+    for sample in read_eval_log(str(path)).samples or []:
+        meeting, _, rest = str(sample.id).partition("/")
+        numbers = sample.metadata["questions"]
+        texts = [m.text for m in sample.messages if m.role == "assistant"]
+        assert len(texts) == len(numbers) and rest in ("mt", f"q{numbers[0]}")
+        out |= {(meeting, n): t for n, t in zip(numbers, texts, strict=True)}
+    return out
+
+
+def _stored(url: str, mode: str) -> dict[tuple[str, int], tuple[str, Any]]:
+    found = rows(url, "SELECT m.external_id, q.number, r.text, r.meta FROM response r "
+                 "JOIN run ON run.id = r.run_id JOIN question q ON q.id = r.question_id "
+                 "JOIN meeting m ON m.id = q.meeting_id WHERE run.model = :m AND run.mode = :o",
+                 m=MODEL, o=mode)
+    return {(meeting, n): (text, json.loads(meta) if isinstance(meta, str) else meta)
+            for meeting, n, text, meta in found}
+
+
+def test_logs_import_as_runs_on_the_leaderboard_and_judgeable(
+        logs: dict[str, Path], url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(logs["st"]), str(logs["mt"]), "--db", url]) == 0
+    assert "56 responses, 2 runs, 56 scores" in capsys.readouterr().out
+    for mode in ("st", "mt"):
+        expected = _log_answers(logs[mode])
+        stored = _stored(url, mode)
+        assert {m for m, _ in expected} == set(MEETINGS) and len(expected) == 28
+        assert set(stored) == set(expected)
+        for key, (text, meta) in stored.items():  # a NUL became U+FFFD, the original kept
+            assert "\x00" not in text and as_generated(text, meta) == expected[key]
+            assert meta["harness"] == "inspect_ai" and meta["sample"].startswith(key[0] + "/")
+    (backend, config), = rows(url, "SELECT backend, config FROM run WHERE model = :m AND "
+                              "mode = 'mt'", m=MODEL)
+    config = json.loads(config) if isinstance(config, str) else config
+    assert backend == "inspect" and config["task"] == "elitr_bench"
+    assert config["inspect_version"] and config["task_args"]["mode"] == "mt"
+    assert "db" not in config["task_args"]  # a database URL may hold a password
+
+    assert main(["export", "leaderboard", "--evaluator", "elitr_judge", "--db", url]) == 0
+    board = capsys.readouterr().out
+    assert f"{MODEL},qa,st,test2,elitr_judge,28" in board
+    assert f"{MODEL},qa,mt,test2,elitr_judge,28" in board
+    assert main(["judge", "--judge-model", "demo", "--backend", "fake", "--style", "gpt4",
+                 "--evaluator", "fake-judge", "--model", MODEL, "--split", "test2",
+                 "--db", url]) == 0
+    assert "56 judgment(s) asked" in capsys.readouterr().out
+
+    before = snapshot(url)
+    json_log = logs["st"].with_suffix(".json")
+    _rewrite(logs["st"], json_log, lambda log: None)  # the same log in inspect's JSON format
+    assert main(["import", str(logs["st"]), str(logs["mt"]), str(json_log), "--db", url]) == 0
+    assert snapshot(url) == before
+
+
+def _rewrite(source: Path, target: Path, edit: Any) -> Path:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(source))
+    edit(log)
+    write_eval_log(log, str(target))
+    return target
+
+
+def _error(log: Any) -> None:
+    from inspect_ai.log import EvalError
+
+    log.samples[1].error = EvalError(message="RuntimeError: the provider went away",
+                                     traceback="", traceback_ansi="")
+
+
+def _set(obj: Any, name: str, value: Any) -> Any:
+    setattr(obj, name, value)
+
+
+BROKEN = {
+    "another task": (lambda log: _set(log.eval, "task", "gsm8k") or _set(
+        log.eval, "task_registry_name", "gsm8k"), "a log of task 'gsm8k'"),
+    "a sample of another dataset": (lambda log: _set(log.samples[0], "id", 17),
+                                    "sample '17' names no ELITR-Bench question"),
+    "an unknown question": (lambda log: _set(log.samples[0], "id", "meeting_en_test2_001/q99"),
+                            "question 99, which is not an ELITR-Bench question"),
+    "an unknown meeting": (lambda log: _set(log.samples[0], "id", "meeting_en_test2_404/q1"),
+                           "meeting 'meeting_en_test2_404' question 1"),
+    "a meeting of the other split": (lambda log: _set(log.samples[0], "id",
+                                                      "meeting_en_dev_001/q1"),
+                                     "meeting meeting_en_dev_001 is stored as a dev meeting"),
+    "half-finished": (lambda log: _set(log, "status", "started"), "status is 'started'"),
+    "an errored sample": (_error, "failed (RuntimeError: the provider went away)"),
+    "a second epoch": (lambda log: _set(log.samples[0], "epoch", 2), "has epoch 2"),
+    "an unknown split": (lambda log: log.eval.metadata["elitr_bench"].update(split="train"),
+                         "split 'train' is not one of dev, test2"),
+}
+
+
+def test_a_log_breaking_a_rule_is_refused_and_nothing_written(
+        logs: dict[str, Path], url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(url)
+    for case, (edit, expected) in BROKEN.items():
+        broken = _rewrite(logs["st"], tmp_path / f"{case.replace(' ', '-')}.eval", edit)
+        # the good log in the same command is not written either (one transaction)
+        assert main(["import", str(logs["mt"]), str(broken), "--db", url]) == 2, case
+        err = capsys.readouterr().err
+        assert expected in err and broken.name in err, (case, err)
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert snapshot(url) == before, case
+
+
+def test_partial_imports_the_answered_samples_and_lists_the_rest(
+        logs: dict[str, Path], url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from inspect_ai.log import read_eval_log
+
+    broken = _rewrite(logs["st"], tmp_path / "errored.eval", _error)
+    errored = str(read_eval_log(str(broken)).samples[1].id)
+    assert main(["import", "--partial", str(broken), "--db", url]) == 0
+    out = capsys.readouterr().out
+    assert "27 responses" in out and "left out 1:" in out
+    assert f"sample {errored} not imported (RuntimeError: the provider went away)" in out
+    meeting, _, number = errored.partition("/q")
+    stored = _stored(url, "st")
+    assert (meeting, int(number)) not in stored and len(stored) == 27
+
+
+def test_without_inspect_ai_one_line_names_the_package(logs: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    script = ("import sys\n"
+              "sys.modules['inspect_ai'] = None\n"  # as if it were not installed
+              "from elitr_core.cli.main import main\n"
+              f"sys.exit(main(['import', {str(logs['st'])!r}, '--db', "
+              f"'sqlite:///{tmp_path}/x.db']))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().endswith("needs the inspect_ai package, which is not "
+                                        "installed: pip install inspect_ai")
+    assert done.stderr.count("\n") == 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -50,8 +51,14 @@ def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def _bytes(text: str) -> bytes:
+    """Any text as bytes, never an error: a cookie, ticket or token is whatever a client sent
+    (non-ASCII, lone surrogates), and anything that is not ours simply does not match."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(_bytes(text)).hexdigest()
 
 
 def session_lifetime() -> timedelta:
@@ -80,7 +87,9 @@ def _wait_after(failures: int, free: int, last: datetime | None, now: datetime) 
     if failures < free or last is None:
         return timedelta(0)
     wait = min(BASE_WAIT * 2 ** (failures - free), MAX_WAIT)
-    return max(_aware(last) + wait - now, timedelta(0))
+    # capped at the wait itself: with the clock set back, `last` lies in the future and the
+    # plain difference would grow by however far back it went (an hour, a day)
+    return min(max(_aware(last) + wait - now, timedelta(0)), wait)
 
 
 def login_wait(session: Session, client: str, now: datetime | None = None) -> timedelta:
@@ -139,7 +148,7 @@ def start_session(session: Session, client: str, now: datetime | None = None) ->
 
 
 def _sign(secret: bytes, payload: str) -> str:
-    return hmac.new(secret, payload.encode(), hashlib.sha256).hexdigest()
+    return hmac.new(secret, _bytes(payload), hashlib.sha256).hexdigest()
 
 
 def redeem_ticket(session: Session, ticket: str, now: datetime | None = None) -> Cookie | None:
@@ -160,13 +169,20 @@ def redeem_ticket(session: Session, ticket: str, now: datetime | None = None) ->
     return Cookie(value=value, max_age=max(expires - int(now.timestamp()), 0))
 
 
+#: the cookie's shape: token (token_urlsafe), expiry (Unix seconds, ASCII digits), signature
+_COOKIE = re.compile(r"([A-Za-z0-9_-]{1,100})\.([0-9]{1,12})\.([0-9a-f]{64})")
+
+
 def _verified_token(session: Session, value: str, now: datetime) -> str | None:
-    parts = (value or "").split(".")
-    if len(parts) != 3 or not parts[1].isdigit():
+    """The cookie's token when ``value`` is a cookie we signed and it has not expired; None
+    for anything else (any text a client may send: other shapes, non-ASCII, Unicode digits)."""
+    match = _COOKIE.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
         return None
-    token, expires, signature = parts
+    token, expires, signature = match.groups()
     expected = _sign(session_secret(session), f"{token}.{expires}")
-    if not hmac.compare_digest(expected, signature) or int(expires) <= now.timestamp():
+    if not hmac.compare_digest(expected.encode(), signature.encode()) or \
+            int(expires) <= now.timestamp():
         return None
     return token
 
@@ -195,8 +211,8 @@ def logout_token(session: Session, value: str) -> str:
 
 def check_logout_token(session: Session, value: str, token: str) -> bool:
     """True when ``token`` is :func:`logout_token` of the cookie ``value`` (constant time)."""
-    return bool(value) and hmac.compare_digest(logout_token(session, value).encode(),
-                                               (token or "").encode())
+    return bool(value) and hmac.compare_digest(_bytes(logout_token(session, value)),
+                                               _bytes(token or ""))
 
 
 def revoke(session: Session, value: str, now: datetime | None = None) -> bool:

@@ -135,3 +135,34 @@ def test_log_out_needs_the_session_s_own_token(db_url: str) -> None:
         for wrong in ("", logout_token(session, other), flipped, "é" * 64):
             assert not check_logout_token(session, value, wrong)
         assert not check_logout_token(session, "", token)
+
+
+#: cookie values a client may send (issue 27, item 6): non-ASCII, Unicode digits, lone
+#: surrogates, NUL, long, a valid shape with a foreign signature
+ODD_COOKIES = ["abc.9999999999.éé", "abc.١٢٣٤٥٦٧٨٩٠.x", "abc.²." + "0" * 64, "\udcff.1.2",
+               "a\x00b.9999999999." + "0" * 64, "é" * 100_000, "..", "", "ＡＢＣ.9999999999.ff",
+               "abc.9999999999." + "é" * 64, "abc.99999999999999999999." + "0" * 64]
+
+
+@pytest.mark.parametrize("value", ODD_COOKIES)
+def test_a_cookie_of_any_text_is_not_logged_in(value: str, db_url: str) -> None:
+    with writing(open_database(db_url)) as session:
+        assert check_cookie(session, value, T0) is False
+        assert revoke(session, value, T0) is False
+        assert check_logout_token(session, value, value) is False
+        assert check_logout_token(session, value, logout_token(session, value)) in (True, False)
+        assert redeem_ticket(session, value, T0) is None
+
+
+@pytest.mark.parametrize("back", [timedelta(hours=1), timedelta(days=1), timedelta(days=400)])
+def test_the_wait_never_exceeds_its_cap_when_the_clock_goes_back(back: timedelta,
+                                                                 db_url: str) -> None:
+    """Issue 27 item 7: the failures were recorded, then the clock was set back; the wait
+    stays at most the wait it would be (BASE_WAIT after FREE_FAILURES, MAX_WAIT at most)."""
+    _fail(db_url, "10.0.0.1", FREE_FAILURES, T0)
+    assert _wait(db_url, "10.0.0.1", T0 - back) <= BASE_WAIT
+    _fail(db_url, "10.0.0.1", 20, T0)
+    assert _wait(db_url, "10.0.0.1", T0 - back) <= sessions.MAX_WAIT
+    # the right clock: the full wait from the last failure (T0 + 19 s)
+    assert _wait(db_url, "10.0.0.1", T0 + timedelta(seconds=30)) == \
+        sessions.MAX_WAIT - timedelta(seconds=11)

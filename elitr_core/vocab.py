@@ -94,7 +94,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "note",
     ),
     "differentiating": ("model", "evaluator", "setting_mode", "n", "mean"),
-    "evaluator-means": ("model", "evaluator", "n", "mean"),
+    "evaluator-means": ("model", "evaluator", "n", "mean", "n_common", "mean_common"),
     "evaluator-correlation": (
         "evaluator_a",
         "evaluator_b",
@@ -104,9 +104,11 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "ci_low",
         "ci_high",
         "p",
+        "note",
     ),
     "calibration": ("reference", "evaluator", "bin", "n", "mean", "ci_low", "ci_high", "note"),
-    "icc": ("group", "icc_type", "icc", "ci_low", "ci_high", "n_targets", "n_raters", "note"),
+    "icc": ("raters", "group", "icc_type", "icc", "ci_low", "ci_high", "n_targets", "n_raters",
+            "note"),
     "elo": ("model", "evaluator", "rating", "ci_low", "ci_high"),
     # the judge audit (stats/ppi, ppi_designs, recalibration, judge_effects, consistency,
     # conversation)

@@ -4,6 +4,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from elitr_core.export import figures, views
@@ -32,7 +33,8 @@ A_KEY = "agreement.evaluator_a"
 B_KEY = "agreement.evaluator_b"
 METRICS_KEY = "agreement.compute_metrics"
 SECTION_KEY = "agreement.section"
-CORR_KEYS = ("evaluator_a", "evaluator_b", "method", "r", "ci_low", "ci_high", "n", "p")
+CORR_KEYS = ("evaluator_a", "evaluator_b", "method", "r", "ci_low", "ci_high", "n", "p",
+             "note")
 
 
 CORRELATION, ABSOLUTE, ICC, PAIR, RANKING = (
@@ -51,16 +53,17 @@ def default_pair(evaluators: list[str]) -> tuple[str, str]:
 
 
 def icc_raters(scores: Any, evaluators: list[str]) -> str:
-    """Who the raters of the ICC table are: each human pool's annotators when it has
-    individual scores, else the evaluators themselves."""
+    """Who the raters of the ICC table are: the evaluators, then each human pool's annotators
+    when it has individual scores; the ``raters`` column says which a row is."""
     named = scores[scores["annotator"].notna() & (scores["annotator"].astype("string") != "")]
-    if named.empty:
-        return (f"Raters: the {len(evaluators)} evaluators ({', '.join(evaluators)}); "
-                "targets: the responses all of them scored.")
-    pools = named.groupby("evaluator")["annotator"].unique()
-    return "Raters: " + "; ".join(
-        f"{pool}'s annotators ({', '.join(sorted(map(str, names)))})"
-        for pool, names in pools.items()) + "; targets: the responses they all scored."
+    text = (f"Raters 'evaluators': the {len(evaluators)} evaluators ({', '.join(evaluators)}); "
+            "targets: the responses all of them scored")
+    if not named.empty:
+        pools = named.groupby("evaluator", observed=True)["annotator"].unique()
+        text += "".join(f"; raters '{pool} annotators': {', '.join(sorted(map(str, names)))}"
+                        for pool, names in pools.items())
+    return text + (". A rater who scored too few targets is left out and its note says so, "
+                   "with the targets left out.")
 
 
 @declare_views
@@ -160,9 +163,13 @@ with tab:
             metrics = shown(computed, agreement.agreement_metrics, flt, a=a, b=b)
             if metrics is not None:
                 m1, m2, m3 = st.columns(3)
-                m1.metric("Responses both scored", f"{int(metrics['n'].iloc[0]):,}")
-                m2.metric("MAE", f"{metrics['mae'].iloc[0]:.2f}")
-                m3.metric("Quadratic-weighted kappa", f"{metrics['qwk'].iloc[0]:.3f}")
+                row = metrics.iloc[0]
+                m1.metric("Responses both scored", f"{int(row['n']):,}")
+                m2.metric("MAE", "—" if pd.isna(row["mae"]) else f"{row['mae']:.2f}")
+                m3.metric("Quadratic-weighted kappa",
+                          "—" if pd.isna(row["qwk"]) else f"{row['qwk']:.3f}")
+                if row["note"]:
+                    st.caption(plain(row["note"]))
             show_figure(figures.pair_scatter, pairs, a, b, name=f"scatter-{a}-{b}")
 
             st.markdown(md("**Bias of {0} relative to {1} per model** (mean of {0} - {1}, 95% CI)",

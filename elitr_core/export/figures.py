@@ -75,7 +75,9 @@ def correlation_heatmap(corr: pd.DataFrame, method: str) -> go.Figure:
         f"{a} vs {b}<br>r = {r.loc[a, b]:.3f}<br>95% CI [{low.loc[a, b]:.3f}, {high.loc[a, b]:.3f}]"
         + ("" if a == b else f"<br>n = {n.loc[a, b]:.0f}, {p_text(p.loc[a, b])}")
         for b in r.columns] for a in r.index]
-    text = [[f"{r.loc[a, b]:.2f}" if a == b else
+    # a pair without a correlation (a constant evaluator) is an empty cell, its note says why
+    text = [["" if pd.isna(r.loc[a, b]) else f"{r.loc[a, b]:.2f}" if a == b
+             or pd.isna(low.loc[a, b]) else
              f"{r.loc[a, b]:.2f}<br>[{low.loc[a, b]:.2f}, {high.loc[a, b]:.2f}]"
              for b in r.columns] for a in r.index]
     fig = go.Figure(go.Heatmap(

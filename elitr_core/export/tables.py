@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import pandas as pd
 from sqlmodel import Session
@@ -12,7 +13,10 @@ from db.queries import ScoreFilter, differentiating_keys
 from elitr_core.data.scores import scores_table, unscored_table
 from elitr_core.errors import UserError
 from elitr_core.export.judge_audit import AUDIT_TABLES, NEEDS_LENGTHS, AuditOptions, audit_table
-from elitr_core.vocab import TABLE_NAMES  # re-exported: the names live in vocab
+from elitr_core.vocab import (
+    EXPORT_COLUMNS,
+    TABLE_NAMES,  # re-exported: the names live in vocab
+)
 
 
 @dataclass(frozen=True)
@@ -34,18 +38,44 @@ TableBuilder = Callable[[pd.DataFrame, TableOptions], pd.DataFrame]
 
 
 def _icc(df: pd.DataFrame, options: TableOptions) -> pd.DataFrame:
-    """Annotator ICCs of every human pool with individual scores (ICC(2,k) per meeting,
-    ICC(1,k) overall); with only one score per evaluator, ICC across evaluators as raters."""
+    """ICC across the evaluators as raters (``raters`` = ``evaluators``), then the annotator
+    ICCs of every human pool with individual scores (``<pool> annotators``: ICC(2,k) per
+    meeting, ICC(1,k) overall). A block that cannot give an ICC (one evaluator, annotators
+    who never overlap yet) has rows with only its note and the others keep theirs; when no
+    block gives one, the first block's reason is raised."""
+    from elitr_core.errors import DegenerateDataError
     from elitr_core.stats import icc
 
     individual = df[df["annotator"].notna() & (df["annotator"].astype("string") != "")]
-    tables = []
-    for pool in sorted(individual["evaluator"].unique()):
-        tables.append(icc.annotator_icc_per_meeting(df, evaluator=pool))
-        tables.append(icc.annotator_icc_overall(df, evaluator=pool))
-    if not tables:
-        tables.append(icc.evaluator_icc(df))
-    return pd.concat(tables, ignore_index=True)
+    pools = sorted(individual["evaluator"].unique())
+    blocks: list[tuple[str, tuple[str, ...], Callable[[], pd.DataFrame]]] = []
+    if df["evaluator"].nunique() >= 2 or not pools:
+        blocks.append(("evaluators", icc.ICC_TYPES, partial(icc.evaluator_icc, df)))
+    for pool in pools:
+        blocks.append((f"{pool} annotators", ("ICC(2,k)",), partial(
+            icc.annotator_icc_per_meeting, df, evaluator=pool, raise_if_none=False)))
+        blocks.append((f"{pool} annotators", ("ICC(1,k)",),
+                       partial(icc.annotator_icc_overall, df, evaluator=pool)))
+    tables, errors = [], []
+    for raters, forms, build in blocks:
+        try:
+            table = build()
+        except DegenerateDataError as error:
+            errors.append(error)
+            table = _icc_note_rows(forms, str(error))
+        tables.append(table.assign(raters=raters))
+    if len(errors) == len(blocks):
+        raise errors[0]
+    return pd.concat(tables, ignore_index=True)[list(EXPORT_COLUMNS["icc"])]
+
+
+def _icc_note_rows(forms: tuple[str, ...], note: str) -> pd.DataFrame:
+    """Rows of an ICC block (group ``all``) that cannot be computed: only the note."""
+    from elitr_core.stats.icc import ICC_COLUMNS
+
+    nan = float("nan")
+    return pd.DataFrame([("all", form, nan, nan, nan, 0, 0, note) for form in forms],
+                        columns=list(ICC_COLUMNS))
 
 
 def _builders() -> dict[str, TableBuilder]:

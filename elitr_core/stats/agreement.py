@@ -35,6 +35,7 @@ from elitr_core.stats.frame import (
     per_response,
     wide_by_evaluator,
 )
+from elitr_core.stats.kappa import quadratic_weighted_kappa, round_scores
 from elitr_core.vocab import EXPORT_COLUMNS
 
 METHODS: tuple[str, ...] = ("pearson", "spearman", "kendall")
@@ -72,6 +73,9 @@ def _pair(wide: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.ndarray, n
     if a not in wide or b not in wide:
         raise DegenerateDataError(f"{a} and {b} scored no response in common")
     both = wide[a].notna() & wide[b].notna()
+    if not both.any():
+        empty = np.empty(0)
+        return empty, empty, np.empty(0, dtype=np.intp)
     x = wide.loc[both, a].to_numpy(float)
     y = wide.loc[both, b].to_numpy(float)
     clusters = pd.factorize(wide.loc[both, "_question"])[0]
@@ -156,14 +160,17 @@ def evaluator_correlation(
     pandas.DataFrame
         ``EXPORT_COLUMNS["evaluator-correlation"]``: one row per pair and method. ``n`` counts
         the responses both evaluators scored; ``r`` and ``p`` are scipy's ``pearsonr``,
-        ``spearmanr`` and ``kendalltau`` on those responses.
+        ``spearmanr`` and ``kendalltau`` on those responses. A pair with fewer than 3 common
+        responses or an evaluator constant on them has empty ``r``, ``ci_low``, ``ci_high``
+        and ``p`` and a ``note`` naming the evaluator and the cause; a pair whose bootstrap
+        has fewer than 2 questions, or a statistic undefined (an evaluator constant within
+        the replicate) in more than 10% of the replicates, keeps ``r`` and ``p`` with an
+        empty interval and a note. The other pairs keep their rows.
 
     Raises
     ------
     DegenerateDataError
-        Fewer than 3 common responses, an evaluator constant on them, a bootstrap with fewer
-        than 2 questions, or a statistic undefined (an evaluator constant within the replicate)
-        in more than 10% of the replicates.
+        Fewer than two evaluators.
 
     Notes
     -----
@@ -190,18 +197,40 @@ def evaluator_correlation(
     wide, chosen = _wide(df, evaluators)
     rows = []
     for a, b in itertools.combinations(chosen, 2):
-        x, y, clusters = _pair(wide, a, b)
-        _check_pair(x, y, a, b, MIN_RESPONSES)
-        weights = _pair_weights(clusters, n_bootstrap, seed, a, b)
-        for method in methods:
-            result = _SCIPY[method](x, y)
-            low = high = float("nan")
-            if weights is not None:
-                reps = _BOOTSTRAP[method](x, y, clusters, weights)
-                low, high = percentile_ci(reps, confidence, f"{method} {a} vs {b}")
-            rows.append((a, b, method, x.size, float(result.statistic), low, high,
-                         float(result.pvalue)))
+        rows.extend(_correlation_rows(wide, a, b, methods, n_bootstrap, seed, confidence))
     return pd.DataFrame(rows, columns=list(EXPORT_COLUMNS["evaluator-correlation"]))
+
+
+def _correlation_rows(wide: pd.DataFrame, a: str, b: str, methods: Sequence[str],
+                      n_bootstrap: int, seed: int, confidence: float) -> list[tuple[object, ...]]:
+    """The rows of one pair; a pair that cannot be correlated (too few common responses, an
+    evaluator constant on them) has empty cells and a note naming who, not an error that
+    would empty the other pairs' rows."""
+    nan = float("nan")
+    x, y, clusters = _pair(wide, a, b)
+    try:
+        _check_pair(x, y, a, b, MIN_RESPONSES)
+    except DegenerateDataError as error:
+        return [(a, b, method, x.size, nan, nan, nan, nan, str(error)) for method in methods]
+    try:
+        weights = _pair_weights(clusters, n_bootstrap, seed, a, b)
+        note = ""
+    except DegenerateDataError as error:
+        weights, note = None, f"no interval: {error}"
+    rows: list[tuple[object, ...]] = []
+    for method in methods:
+        result = _SCIPY[method](x, y)
+        low = high = nan
+        method_note = note
+        if weights is not None:
+            reps = _BOOTSTRAP[method](x, y, clusters, weights)
+            try:
+                low, high = percentile_ci(reps, confidence, f"{method} {a} vs {b}")
+            except DegenerateDataError as error:
+                method_note = f"no interval: {error}"
+        rows.append((a, b, method, x.size, float(result.statistic), low, high,
+                     float(result.pvalue), method_note))
+    return rows
 
 
 def _pair_weights(clusters: np.ndarray, n_bootstrap: int, seed: int,
@@ -216,47 +245,6 @@ def _pair_weights(clusters: np.ndarray, n_bootstrap: int, seed: int,
     return cluster_weights(n_clusters, n_bootstrap, pair_rng(seed, *names))
 
 
-def round_scores(values: np.ndarray) -> np.ndarray:
-    """Scores rounded half up to integers (6.5 -> 7), as the 1..10 kappa categories."""
-    return np.floor(np.asarray(values, float) + 0.5).astype(int)
-
-
-def quadratic_weighted_kappa(a: np.ndarray, b: np.ndarray, min_rating: int = 1,
-                             max_rating: int = 10) -> float:
-    """Cohen's kappa with quadratic disagreement weights on integer ratings.
-
-    ``kappa = 1 - sum(w * O) / sum(w * E)`` with ``w_ij = (i - j)^2 / (K - 1)^2``, ``O`` the
-    observed K x K table and ``E`` the outer product of the two marginals divided by n.
-
-    References
-    ----------
-    Cohen, J. (1968). Weighted kappa: nominal scale agreement with provision for scaled
-    disagreement or partial credit. Psychological Bulletin, 70(4), 213-220.
-
-    Examples
-    --------
-    >>> round(quadratic_weighted_kappa([1, 4, 5, 5, 2, 1], [2, 2, 4, 5, 3, 3], 1, 5), 2)
-    0.56
-    """
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.size == 0:
-        raise DegenerateDataError("kappa needs two non-empty rating vectors of the same length")
-    for values in (a, b):
-        if np.any(values != np.round(values)) or values.min() < min_rating \
-                or values.max() > max_rating:
-            raise UserError(f"kappa ratings must be integers in {min_rating}..{max_rating}")
-    k = max_rating - min_rating + 1
-    observed = np.zeros((k, k))
-    np.add.at(observed, (a.astype(int) - min_rating, b.astype(int) - min_rating), 1)
-    expected = np.outer(observed.sum(1), observed.sum(0)) / a.size
-    levels = np.arange(k)
-    weights = (levels[:, None] - levels[None, :]) ** 2 / max(k - 1, 1) ** 2
-    chance = float((weights * expected).sum())
-    if chance == 0:
-        raise DegenerateDataError("kappa is undefined: both raters give one and the same score")
-    return 1.0 - float((weights * observed).sum()) / chance
-
-
 def agreement_table(df: pd.DataFrame, evaluators: Sequence[str] | None = None) -> pd.DataFrame:
     """Mean absolute error and quadratic weighted kappa of every evaluator pair.
 
@@ -267,17 +255,28 @@ def agreement_table(df: pd.DataFrame, evaluators: Sequence[str] | None = None) -
     Returns
     -------
     pandas.DataFrame
-        Columns ``evaluator_a, evaluator_b, n, mae, qwk``; one row per unordered pair.
+        Columns ``evaluator_a, evaluator_b, n, mae, qwk, note``; one row per unordered pair. A
+        pair with no common response has empty ``mae`` and ``qwk``; a pair whose kappa is
+        undefined (both give one and the same score) an empty ``qwk``; the ``note`` names them.
     """
     wide, chosen = _wide(df, evaluators)
     rows = []
+    nan = float("nan")
     for a, b in itertools.combinations(chosen, 2):
         x, y, _ = _pair(wide, a, b)
         if x.size == 0:
-            raise DegenerateDataError(f"{a} and {b} scored no response in common")
-        qwk = quadratic_weighted_kappa(round_scores(x), round_scores(y))
-        rows.append((a, b, x.size, float(np.abs(x - y).mean()), qwk))
-    return pd.DataFrame(rows, columns=["evaluator_a", "evaluator_b", "n", "mae", "qwk"])
+            rows.append((a, b, 0, nan, nan, f"{a} and {b} scored no response in common"))
+            continue
+        mae = float(np.abs(x - y).mean())
+        try:
+            rows.append((a, b, x.size, mae, quadratic_weighted_kappa(round_scores(x),
+                                                                     round_scores(y)), ""))
+        except DegenerateDataError:
+            value = round_scores(x)[0]
+            rows.append((a, b, x.size, mae, nan,
+                         f"kappa is undefined: {a} and {b} both give every one of their "
+                         f"{x.size} common responses the same score ({value})"))
+    return pd.DataFrame(rows, columns=["evaluator_a", "evaluator_b", "n", "mae", "qwk", "note"])
 
 
 def agreement_metrics(df: pd.DataFrame, a: str, b: str) -> pd.DataFrame:

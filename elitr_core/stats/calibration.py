@@ -26,47 +26,40 @@ def _score_table(responses: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def evaluator_means(df: pd.DataFrame, *, common_only: bool = True) -> pd.DataFrame:
-    """Mean score per model for each evaluator.
+def evaluator_means(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean score per model for each evaluator, on its own responses and on the common ones.
 
     Parameters
     ----------
     df : pandas.DataFrame
         Long scores table (``columns.SCORE_COLUMNS``).
-    common_only : bool, default True
-        Keep only the responses scored by every evaluator present in ``df``, so that the
-        evaluators are compared on the same responses (the paper's comparison: test2, QA-st,
-        3 models, 390 responses). With ``False`` each evaluator is averaged over all the
-        responses it scored.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``EXPORT_COLUMNS["evaluator-means"]``, models in order of first appearance.
+        Columns ``EXPORT_COLUMNS["evaluator-means"]``, models in order of first appearance:
+        ``n`` and ``mean`` over every response of the model the evaluator scored (its own set,
+        which an evaluator that scored more or fewer responses does not change), then
+        ``n_common`` and ``mean_common`` over the model's responses that every evaluator in
+        ``df`` scored (the paper's comparison: test2, QA-st, 3 models, 390 responses);
+        ``n_common`` is 0 and ``mean_common`` empty where there is none.
 
     Raises
     ------
     DegenerateDataError
-        When no row has a score, or (``common_only``) no response is scored by every evaluator.
+        When no row has a score.
     """
     responses = response_scores(df)
-    if common_only:
-        table = _score_table(responses)
-        complete = table.index[table.notna().all(axis=1)]
-        if len(complete) == 0:
-            raise DegenerateDataError(
-                "no response is scored by every evaluator "
-                f"({', '.join(map(str, table.columns))}): keep fewer evaluators, filter on the "
-                "responses they share (e.g. test2 QA-st) or pass common_only=False"
-            )
-        ids = responses.groupby(list(RESPONSE_KEY), dropna=False, sort=False).ngroup()
-        responses = responses[ids.isin(complete)]
-    out = (
-        responses.groupby(["model", "evaluator"], sort=False)["score"]
-        .agg(n="size", mean="mean")
-        .reset_index()
-    )
+    out = (responses.groupby(["model", "evaluator"], sort=False)["score"]
+           .agg(n="size", mean="mean").reset_index())
+    table = _score_table(responses)
+    complete = table.index[table.notna().all(axis=1)]
+    ids = responses.groupby(list(RESPONSE_KEY), dropna=False, sort=False).ngroup()
+    common = (responses[ids.isin(complete)].groupby(["model", "evaluator"], sort=False)["score"]
+              .agg(n_common="size", mean_common="mean").reset_index())
+    out = out.merge(common, on=["model", "evaluator"], how="left", sort=False)
     out["n"] = out["n"].astype("int64")
+    out["n_common"] = out["n_common"].fillna(0).astype("int64")
     return out[list(EXPORT_COLUMNS["evaluator-means"])]
 
 

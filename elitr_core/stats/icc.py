@@ -6,8 +6,10 @@ names them after McGraw & Wong (``ICC(1,1)``, ``ICC(A,1)``, ``ICC(C,1)``, ``ICC(
 ``ICC(A,k)``, ``ICC(C,k)``); older releases used ``ICC1`` ... ``ICC3k``; both are mapped.
 
 An ICC needs a complete targets x raters table. ``nan_policy="raise"`` refuses incomplete
-targets with a message that counts them; ``"omit"`` drops them and records how many were dropped
-per group in ``table.attrs["dropped_targets"]``. Krippendorff's alpha needs no complete table.
+targets with a message that counts them; ``"omit"`` first leaves out a rater who rated too few
+targets (:func:`~elitr_core.stats.icc_design.usable_raters`), then drops the incomplete targets,
+says both in the ``note`` and records the number of targets dropped per group in
+``table.attrs["dropped_targets"]``. Krippendorff's alpha needs no complete table.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ from elitr_core.stats.frame import (
     check_not_empty,
     per_response,
 )
+from elitr_core.stats.icc_design import (
+    dropped_targets_note,
+    join_notes,
+    overall_slots,
+    usable_raters,
+)
 from elitr_core.vocab import EXPORT_COLUMNS
 
 ICC_TYPES: tuple[str, ...] = ("ICC(1)", "ICC(2)", "ICC(3)", "ICC(1,k)", "ICC(2,k)", "ICC(3,k)")
@@ -44,6 +52,8 @@ KRIPPENDORFF_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 _READINGS = ((0.5, "poor"), (0.75, "moderate"), (0.9, "good"))
 _PINGOUIN_LOCK = threading.Lock()
 _TARGET, _RATER, _RATING = "_target", "_rater", "_rating"
+#: columns of :func:`icc_table`; the export adds ``raters`` (whose ICC a row is) in front
+ICC_COLUMNS: tuple[str, ...] = tuple(c for c in EXPORT_COLUMNS["icc"] if c != "raters")
 
 
 def koo_li_reading(icc: float) -> str:
@@ -71,8 +81,10 @@ def with_reading(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _complete_table(long: pd.DataFrame, nan_policy: str, label: str) -> tuple[pd.DataFrame, int]:
-    """Targets x raters matrix without incomplete targets, and how many targets were dropped."""
+def _complete_table(long: pd.DataFrame, nan_policy: str,
+                    label: str) -> tuple[pd.DataFrame, int, str]:
+    """Targets x raters matrix without incomplete targets, how many targets were dropped, and
+    a note saying what was left out and why."""
     duplicated = long.duplicated([_TARGET, _RATER])
     if duplicated.any():
         raise UserError(f"{label}: {int(duplicated.sum())} target(s) rated twice by one rater; "
@@ -84,14 +96,17 @@ def _complete_table(long: pd.DataFrame, nan_policy: str, label: str) -> tuple[pd
             f"{label}: {int(incomplete.sum())} of {len(table)} targets lack a rating from some "
             f"of the {table.shape[1]} raters; an ICC needs every rater to rate every target: "
             "use nan_policy='omit' to drop them, or Krippendorff's alpha")
+    table, note = usable_raters(table)
+    incomplete = table.isna().any(axis=1)
+    note = join_notes(note, dropped_targets_note(int(incomplete.sum()), len(table)))
     table = table[~incomplete]
     if table.shape[0] < 2 or table.shape[1] < 2:
-        raise DegenerateDataError(
+        raise DegenerateDataError(join_notes(
             f"{label}: an ICC needs at least 2 complete targets and 2 raters, found "
-            f"{table.shape[0]} target(s) and {table.shape[1]} rater(s)")
+            f"{table.shape[0]} target(s) and {table.shape[1]} rater(s)", note))
     if np.ptp(table.to_numpy(float)) == 0:
         raise DegenerateDataError(f"{label}: every rating is the same, the ICC is undefined")
-    return table, int(incomplete.sum())
+    return table, int(incomplete.sum()), note
 
 
 def _pingouin_icc(table: pd.DataFrame) -> pd.DataFrame:
@@ -130,12 +145,14 @@ def mean_squares(table: pd.DataFrame) -> dict[str, float]:
 
 
 def degenerate_note(table: pd.DataFrame) -> str:
-    """Why an ICC of this table is undefined or has no interval (empty when it is fine)."""
+    """Why an ICC of this table is partly undefined or has no interval (empty when it is fine)."""
     ms = mean_squares(table)
     if ms["rows"] <= ms["zero"]:
-        return ("the targets do not differ (every target's mean rating is the same, e.g. each "
-                "rater gives one constant score): no between-target variance, so the ICC is "
-                "undefined")
+        return ("complete disagreement: every target's mean rating is the same while the "
+                "raters differ on each, so the between-target variance is 0 and the single-"
+                "rating ICCs are negative, as low as they go (ICC(1) = -1/(k-1)); the "
+                "mean-of-k forms divide by that zero variance and are left empty, and the "
+                "F-based intervals collapse to a point, so they are left empty too")
     if ms["within"] <= ms["zero"]:
         return ("perfect agreement (every rater gives each target the same score): the ICC "
                 "is 1; the F-based interval is undefined where it divides by the zero "
@@ -147,8 +164,19 @@ def degenerate_note(table: pd.DataFrame) -> str:
     return ""
 
 
-def _icc_rows(table: pd.DataFrame, group: str, forms: Sequence[str]) -> list[tuple[Any, ...]]:
-    note = degenerate_note(table)
+def _values(row: pd.Series, name: str, disagreement: bool) -> list[float]:
+    """ICC and interval of one pingouin row, NaN where they mean nothing (see the note)."""
+    values = [float(row["ICC"]), *(float(v) for v in row["CI95"])]
+    if disagreement:
+        # between-target mean square 0: the k forms divide by it, the F intervals are points
+        values = [values[0] if not name.endswith(",k)") else np.nan, np.nan, np.nan]
+    # a division by a zero mean square gives inf or NaN: an empty cell, the note says why
+    return [v if np.isfinite(v) else np.nan for v in values]
+
+
+def _icc_rows(table: pd.DataFrame, group: str, forms: Sequence[str],
+              note: str = "") -> list[tuple[Any, ...]]:
+    degenerate = degenerate_note(table)
     result = _pingouin_icc(table)
     rows = []
     for _, row in result.iterrows():
@@ -156,12 +184,9 @@ def _icc_rows(table: pd.DataFrame, group: str, forms: Sequence[str]) -> list[tup
         if name is None:
             raise RuntimeError(f"unknown pingouin ICC type {row['Type']!r}: update the name map")
         if name in forms:
-            values = [float(row["ICC"]), *(float(v) for v in row["CI95"])]
-            if note.startswith("the targets do not differ"):
-                values = [np.nan] * 3  # pingouin's -1 / -inf / 0 mean nothing here
-            # a division by a zero mean square gives inf or NaN: an empty cell, the note says why
-            values = [v if np.isfinite(v) else np.nan for v in values]
-            rows.append((group, name, *values, table.shape[0], table.shape[1], note))
+            values = _values(row, name, degenerate.startswith("complete disagreement"))
+            rows.append((group, name, *values, table.shape[0], table.shape[1],
+                         join_notes(note, degenerate)))
     rows.sort(key=lambda r: ICC_TYPES.index(r[1]))
     return rows
 
@@ -184,6 +209,7 @@ def icc_table(
     group: str | None = None,
     nan_policy: str = "raise",
     forms: Sequence[str] | None = None,
+    raise_if_none: bool = True,
 ) -> pd.DataFrame:
     """Intraclass correlations with 95% CIs, per group, from long-format ratings.
 
@@ -199,17 +225,20 @@ def icc_table(
         What to do with targets some rater did not rate (NaN ratings count as missing).
     forms : sequence of str, optional
         Subset of ``ICC_TYPES`` (default: all six).
+    raise_if_none : bool
+        Raise when no group gives an ICC (default); with ``False`` return their note rows.
 
     Returns
     -------
     pandas.DataFrame
-        ``EXPORT_COLUMNS["icc"]``: group, icc_type, icc, ci_low, ci_high, n_targets (complete
-        targets used), n_raters, note. ``attrs["dropped_targets"]`` maps each group to the
-        number of incomplete targets dropped. Degenerate tables get empty cells and a
-        ``note`` naming the cause (:func:`degenerate_note`: targets that do not differ,
-        perfect agreement, no residual variance); a group with too few raters or targets, or
-        one constant rating, gets rows with only its note, unless every group does (then the
-        first such message is raised).
+        ``ICC_COLUMNS``: group, icc_type, icc, ci_low, ci_high, n_targets (complete targets
+        used), n_raters (raters kept), note. ``attrs["dropped_targets"]`` maps each group to
+        the number of incomplete targets dropped. The note says which raters and targets
+        ``nan_policy="omit"`` left out and why. Degenerate tables get empty cells and a
+        ``note`` naming the cause (:func:`degenerate_note`: complete disagreement, perfect
+        agreement, no residual variance); a group with too few raters or targets, or one
+        constant rating, gets rows with only its note, unless every group does (then the
+        first such message is raised, unless ``raise_if_none`` is false).
 
     References
     ----------
@@ -234,10 +263,10 @@ def icc_table(
     refused: list[DegenerateDataError] = []
     for name, part in groups:
         try:
-            table, dropped[name] = _complete_table(
+            table, dropped[name], note = _complete_table(
                 part[[_TARGET, _RATER, _RATING]], nan_policy, f"group {name}")
         except DegenerateDataError as error:
-            if group is None:
+            if group is None and raise_if_none:
                 raise
             # one meeting short of raters must not hide the others: its rows say why
             refused.append(error)
@@ -246,10 +275,10 @@ def icc_table(
                          counts[_RATER].nunique(), str(error).removeprefix(f"group {name}: "))
                         for form in ICC_TYPES if form in chosen)
             continue
-        rows.extend(_icc_rows(table, name, chosen))
-    if len(refused) == len(groups):
+        rows.extend(_icc_rows(table, name, chosen, note))
+    if len(refused) == len(groups) and raise_if_none:
         raise refused[0]
-    out = pd.DataFrame(rows, columns=list(EXPORT_COLUMNS["icc"]))
+    out = pd.DataFrame(rows, columns=list(ICC_COLUMNS))
     out.attrs["dropped_targets"] = dropped
     return out
 
@@ -271,15 +300,17 @@ def _annotator_rows(df: pd.DataFrame, evaluator: str) -> pd.DataFrame:
 
 def annotator_icc_per_meeting(df: pd.DataFrame, evaluator: str = "silver-human",
                               forms: Sequence[str] | None = ("ICC(2,k)",),
-                              nan_policy: str = "omit") -> pd.DataFrame:
+                              nan_policy: str = "omit",
+                              raise_if_none: bool = True) -> pd.DataFrame:
     """ICC of one human pool's annotators, per meeting (the same annotators rate a meeting).
 
     Targets are responses, raters the individual annotators (rows with an ``annotator``). The
-    paper reads ICC(2,k): two-way random effects, absolute agreement, mean of k annotators.
+    paper reads ICC(2,k): two-way random effects, absolute agreement, mean of k annotators. A
+    meeting without two annotators on two common responses gets a row with only its note.
     """
     rows = _annotator_rows(df, evaluator)
     return icc_table(rows, _TARGET, "annotator", "score", group="meeting",
-                     nan_policy=nan_policy, forms=forms)
+                     nan_policy=nan_policy, forms=forms, raise_if_none=raise_if_none)
 
 
 def annotator_icc_overall(df: pd.DataFrame, evaluator: str = "silver-human",
@@ -287,15 +318,31 @@ def annotator_icc_overall(df: pd.DataFrame, evaluator: str = "silver-human",
                           nan_policy: str = "omit") -> pd.DataFrame:
     """ICC over all meetings when annotators differ across meetings (group ``"all"``).
 
-    Within each meeting the annotators (sorted by name) become rater slots 1..k, so every
+    Within each meeting the annotators kept (sorted by name) become rater slots 1..k, so every
     response has k ratings; only the one-way model, ICC(1,k) or ICC(1), is meaningful since
-    a slot is not one person.
+    a slot is not one person. :func:`~elitr_core.stats.icc_design.overall_slots` says which
+    annotators and targets it leaves out (a late annotator with a few items, a meeting with
+    more annotators than another), in the ``note``.
     """
     rows = _annotator_rows(df, evaluator)
+    if nan_policy == "raise":
+        return _overall_raising(rows, forms)
+    slots, note = overall_slots(rows, _TARGET, "annotator", "score")
+    if slots.empty:
+        raise DegenerateDataError(join_notes(
+            f"{evaluator}: no meeting has two annotators on two common responses, so there is "
+            "no overall ICC yet", note))
+    out = icc_table(slots, _TARGET, "slot", "score", nan_policy="raise", forms=forms)
+    out["note"] = [join_notes(note, n) for n in out["note"]]
+    return out
+
+
+def _overall_raising(rows: pd.DataFrame, forms: Sequence[str] | None) -> pd.DataFrame:
+    """The overall ICC refusing incomplete targets (``nan_policy="raise"``)."""
     # the export's scores frame holds categorical text, which pandas refuses to rank
     names = rows["annotator"].astype(str)
     rows["slot"] = names.groupby(rows["meeting"], observed=True).rank(method="dense").astype(int)
-    return icc_table(rows, _TARGET, "slot", "score", nan_policy=nan_policy, forms=forms)
+    return icc_table(rows, _TARGET, "slot", "score", nan_policy="raise", forms=forms)
 
 
 def evaluator_icc(df: pd.DataFrame, evaluators: Sequence[str] | None = None,

@@ -100,9 +100,13 @@ def test_calibration_reference(small_sqlite: str) -> None:
 
 def test_icc_of_the_annotator_pool(small_sqlite: str) -> None:
     table = _build(small_sqlite, "icc")
-    assert list(table["group"]) == [*sorted(MEETINGS), "all"]
-    assert list(table["icc_type"]) == ["ICC(2,k)", "ICC(2,k)", "ICC(1,k)"]
-    assert set(table["n_raters"]) == {2}
+    # the evaluators as raters first (all six forms), then the pool's annotators
+    assert list(table["raters"]) == ["evaluators"] * 6 + ["silver-human annotators"] * 3
+    pool = table[table["raters"] == "silver-human annotators"]
+    assert list(pool["group"]) == [*sorted(MEETINGS), "all"]
+    assert list(pool["icc_type"]) == ["ICC(2,k)", "ICC(2,k)", "ICC(1,k)"]
+    assert set(pool["n_raters"]) == {2}
+    assert set(table.loc[table["raters"] == "evaluators", "n_raters"]) == {3}
     # without individual annotator scores: evaluators are the raters
     across = _build(small_sqlite, "icc", ScoreFilter(evaluators=("gold-human", "gpt-4")))
     assert set(across["group"]) == {"all"} and set(across["n_raters"]) == {2}

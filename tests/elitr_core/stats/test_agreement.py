@@ -155,14 +155,21 @@ def test_nan_scores_are_not_counted(scores: pd.DataFrame) -> None:
 def test_degenerate_inputs_have_clear_messages(scores: pd.DataFrame) -> None:
     constant = scores.copy()
     constant.loc[constant["evaluator"] == "prometheus", "score"] = 7.0
-    with pytest.raises(DegenerateDataError, match="prometheus gives the same score"):
-        evaluator_correlation(constant, n_bootstrap=0)
-    with pytest.raises(DegenerateDataError, match="at least 3"):
-        evaluator_correlation(pair_frame([1, 5], [2, 6], [1, 2]), n_bootstrap=0)
+    table = evaluator_correlation(constant, n_bootstrap=0)
+    broken = (table["evaluator_a"] == "prometheus") | (table["evaluator_b"] == "prometheus")
+    assert table.loc[broken, ["r", "p"]].isna().all().all()
+    assert table.loc[broken, "note"].str.contains("prometheus gives the same score (7)",
+                                                  regex=False).all()
+    # the other pairs are what they are without prometheus
+    rest = evaluator_correlation(scores[scores["evaluator"] != "prometheus"], n_bootstrap=0)
+    pd.testing.assert_frame_equal(table[~broken].reset_index(drop=True), rest)
+    few = evaluator_correlation(pair_frame([1, 5], [2, 6], [1, 2]), n_bootstrap=0)
+    assert few["note"].str.contains("at least 3").all() and few["r"].isna().all()
     with pytest.raises(DegenerateDataError, match="no scores"):
         evaluator_correlation(scores.iloc[:0])
-    with pytest.raises(DegenerateDataError, match="at least 2 questions"):
-        evaluator_correlation(pair_frame([1, 5, 7, 3], [2, 6, 9, 1], [1, 1, 1, 1]))
+    one_question = evaluator_correlation(pair_frame([1, 5, 7, 3], [2, 6, 9, 1], [1, 1, 1, 1]))
+    assert one_question["note"].str.contains("at least 2 questions").all()
+    assert one_question["r"].notna().all() and one_question["ci_low"].isna().all()
     with pytest.raises(DegenerateDataError, match="at least two evaluators"):
         evaluator_correlation(scores, ["gpt-4"])
     with pytest.raises(UserError, match="available"):
@@ -184,8 +191,9 @@ def test_undefined_replicates_are_refused_not_hidden() -> None:
     reps = cb.bootstrap_pearson(x, y, np.array([0, 0, 0, 1, 1, 1]), np.array([[2, 0], [1, 1]]))
     assert np.isnan(reps[0])
     assert reps[1] == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-12)
-    with pytest.raises(DegenerateDataError, match="undefined in"):
-        evaluator_correlation(df, ["judge-a", "judge-b"], ["pearson"], n_bootstrap=400)
+    out = evaluator_correlation(df, ["judge-a", "judge-b"], ["pearson"], n_bootstrap=400)
+    assert out[["ci_low", "ci_high"]].isna().all().all() and out["r"].notna().all()
+    assert "undefined in" in out["note"].iloc[0]
 
 
 def test_qwk_by_hand_and_published_example() -> None:
@@ -219,7 +227,8 @@ def test_qwk_input_checks_and_rounding() -> None:
 
 def test_agreement_table_mae_and_qwk(scores: pd.DataFrame) -> None:
     table = agreement_table(scores)
-    assert list(table.columns) == ["evaluator_a", "evaluator_b", "n", "mae", "qwk"]
+    assert list(table.columns) == ["evaluator_a", "evaluator_b", "n", "mae", "qwk", "note"]
+    assert (table["note"] == "").all()
     for row in table.itertuples():
         x, y, _ = aligned(scores, row.evaluator_a, row.evaluator_b)
         assert row.mae == pytest.approx(np.mean(np.abs(x - y)), abs=1e-12)

@@ -18,7 +18,7 @@ from tests.elitr_core.stats.synthetic import bundled, frame, paper_cell, row
 T_975_DF2 = 4.302653
 
 
-def test_evaluator_means_common_only_uses_shared_responses() -> None:
+def test_evaluator_means_keep_each_set_and_state_the_common_one() -> None:
     rows = [
         row(question_id="1", evaluator="gpt-4", score=8.0),
         row(question_id="1", evaluator="gold-human", score=6.0),
@@ -26,16 +26,18 @@ def test_evaluator_means_common_only_uses_shared_responses() -> None:
     ]
     table = evaluator_means(frame(rows))
     assert tuple(table.columns) == EXPORT_COLUMNS["evaluator-means"]
-    common = table.set_index("evaluator")
-    assert common.loc["gpt-4", ["n", "mean"]].tolist() == [1, 8.0]
-    every = evaluator_means(frame(rows), common_only=False).set_index("evaluator")
-    assert every.loc["gpt-4", ["n", "mean"]].tolist() == [2, 5.0]
+    means = table.set_index("evaluator")
+    assert means.loc["gpt-4", ["n", "mean", "n_common", "mean_common"]].tolist() == [
+        2, 5.0, 1, 8.0]
+    assert means.loc["gold-human", ["n", "mean", "n_common", "mean_common"]].tolist() == [
+        1, 6.0, 1, 6.0]
 
 
-def test_evaluator_means_without_a_common_response_raises() -> None:
+def test_evaluator_means_without_a_common_response_keep_their_own() -> None:
     rows = [row(question_id="1", evaluator="gpt-4"), row(question_id="2", evaluator="prometheus")]
-    with pytest.raises(DegenerateDataError, match="common_only=False"):
-        evaluator_means(frame(rows))
+    table = evaluator_means(frame(rows))
+    assert table["n"].tolist() == [1, 1] and table["n_common"].tolist() == [0, 0]
+    assert table["mean_common"].isna().all()
 
 
 def test_score_bin_rounds_halves_up() -> None:
@@ -98,10 +100,13 @@ def test_calibration_errors() -> None:
 # ---- bundled ELITR-Bench data -------------------------------------------------------------
 
 def test_bundled_comparison_holds_390_responses_with_four_evaluators() -> None:
-    means = evaluator_means(bundled())  # common_only: exactly the all-eval responses
+    means = evaluator_means(bundled())
     assert set(means["evaluator"]) == set(BUNDLED_EVALUATORS)
-    assert means.groupby("evaluator")["n"].sum().eq(390).all()
-    assert set(means["model"]) == {"GPT-4", "Vicuna-13B-v1.5", "LongAlpaca-7B"}
+    assert means.groupby("evaluator")["n_common"].sum().eq(390).all()
+    common = means[means["n_common"] > 0]
+    assert set(common["model"]) == {"GPT-4", "Vicuna-13B-v1.5", "LongAlpaca-7B"}
+    # the judges keep every response they scored (all 11 models), with its n
+    assert means.loc[means["evaluator"] == "gpt-4", "n"].sum() > 390
 
 
 def test_bundled_paper_level_evaluator_means() -> None:

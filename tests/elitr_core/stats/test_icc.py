@@ -16,6 +16,7 @@ import pytest
 
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.icc import (
+    ICC_COLUMNS,
     ICC_TYPES,
     annotator_icc_overall,
     annotator_icc_per_meeting,
@@ -26,7 +27,6 @@ from elitr_core.stats.icc import (
     krippendorff_alpha,
     with_reading,
 )
-from elitr_core.vocab import EXPORT_COLUMNS
 from tests.elitr_core.stats.synthetic_b2 import make_scores, wide_to_long
 
 SHROUT_FLEISS = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9],
@@ -66,7 +66,7 @@ def hand_icc(table: np.ndarray) -> dict[str, float]:
 
 def test_shrout_fleiss_published_values() -> None:
     table = icc_table(long_table(SHROUT_FLEISS), "item", "judge", "score")
-    assert tuple(table.columns) == EXPORT_COLUMNS["icc"]
+    assert tuple(table.columns) == ICC_COLUMNS
     assert list(table["icc_type"]) == list(ICC_TYPES)
     assert (table["group"] == "all").all()
     assert (table["n_targets"] == 6).all() and (table["n_raters"] == 4).all()
@@ -214,17 +214,40 @@ def no_runtime_warning(build):
         return build()
 
 
-def test_two_constant_raters_get_a_note_not_minus_one() -> None:
-    """Rater 0 always gives 5, rater 1 always 7: every target's mean is 6, so the between-
-    target mean square is 0 (hand ANOVA) and pingouin's -1, -inf and 0 mean nothing."""
-    table = [[5, 7]] * 6
-    with np.errstate(all="ignore"):
-        assert hand_icc(np.array(table, float))["ICC(1)"] == -1  # what was reported before
+@pytest.mark.parametrize("table", [
+    [[1, 10]] * 36,  # one annotator always 1, the other always 10
+    [[p, 11 - p] for p in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10) * 3],  # P and 11 - P
+], ids=["1-and-10", "p-and-11-p"])
+def test_complete_disagreement_is_the_negative_icc_it_is(table: list[list[int]]) -> None:
+    """Every target's mean is 5.5 while the raters differ on each: the between-target mean
+    square is 0 (hand ANOVA), so ICC(1) = -1/(k-1) = -1 (hand formula, 1e-10) and
+    Krippendorff's alpha is -(n-1)/n (krippendorff package, 1e-10): far below chance, not
+    "no data". The mean-of-k forms (-inf) and the collapsed F intervals are left empty."""
+    matrix = np.array(table, float)
     out = no_runtime_warning(lambda: icc_table(long_table(table), "item", "judge", "score"))
-    assert list(out.columns) == list(EXPORT_COLUMNS["icc"])
-    assert out[["icc", "ci_low", "ci_high"]].isna().all().all()
-    assert out["note"].str.startswith("the targets do not differ").all()
-    assert with_reading(out)["reading"].eq("undefined").all()
+    assert list(out.columns) == list(ICC_COLUMNS)
+    got = out.set_index("icc_type")["icc"]
+    with np.errstate(all="ignore"):
+        hand = hand_icc(matrix)
+    assert got["ICC(1)"] == pytest.approx(-1.0, abs=1e-10)
+    for form in ("ICC(1)", "ICC(2)", "ICC(3)"):
+        if np.isfinite(hand[form]):
+            assert got[form] == pytest.approx(hand[form], abs=1e-10)
+    assert got[["ICC(1,k)", "ICC(2,k)", "ICC(3,k)"]].isna().all()
+    assert out[["ci_low", "ci_high"]].isna().all().all()
+    assert out["note"].str.startswith("complete disagreement").all()
+    assert with_reading(out).set_index("icc_type").loc["ICC(1)", "reading"] == "poor"
+    import krippendorff
+
+    alpha = krippendorff.alpha(reliability_data=matrix.T, level_of_measurement="interval")
+    assert alpha == pytest.approx(-(len(table) - 1) / len(table), abs=1e-10)  # -0.972
+
+
+def test_two_constant_raters_say_so() -> None:
+    """Rater 0 always gives 5, rater 1 always 7: complete disagreement too (ICC(1) = -1)."""
+    out = no_runtime_warning(lambda: icc_table(long_table([[5, 7]] * 6), "item", "judge",
+                                               "score"))
+    assert out.set_index("icc_type").loc["ICC(1)", "icc"] == pytest.approx(-1.0, abs=1e-12)
 
 
 def test_perfect_agreement_and_constant_offsets() -> None:

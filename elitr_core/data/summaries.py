@@ -21,8 +21,7 @@ from db.benchmark import meeting_questions, meeting_rows
 from db.crud import save
 from db.models import Meeting, Question
 from elitr_core.data.records import TRANSCRIPT, validate
-from elitr_core.data.transcripts import CORPUS_FOLDER
-from elitr_core.data.validation import read_text
+from elitr_core.data.transcripts import CORPUS_FOLDER, read_corpus_file
 
 SUMMARY_TYPE = "summary"
 SUMMARY_NUMBER = 0
@@ -66,7 +65,7 @@ def import_minutes(session: Session, folder: Path) -> MinutesReport:
         files = sorted((root / meeting.split / meeting.external_id).glob("minutes*.txt"))
         if not files:
             continue
-        text = read_text(files[0])  # checked path, size cap, clear error when unreadable
+        text = read_corpus_file(root, files[0])  # inside the corpus, size cap, clear error
         if not text.strip():
             continue
         question = ensure_summary_questions(session, [meeting])[meeting.id or 0]

@@ -42,12 +42,31 @@ def _corpus_root(folder: Path) -> Path:
     return nested if nested.is_dir() else folder
 
 
-def read_transcript(meeting_dir: Path) -> str:
-    """The text of a meeting folder's transcript (``transcript_MAN*.txt``)."""
+def read_corpus_file(root: Path, path: Path) -> str:
+    """The text of ``path``, a regular file inside the corpus folder ``root``.
+
+    A transcript or minutes file is later sent to an LLM server: a symbolic link (of the file
+    or of a folder on the way) that leads out of the corpus (``/proc/self/status``, a file
+    elsewhere) is refused with one line, and so is anything that is not a regular file.
+    """
+    try:
+        target = path.resolve(strict=True)
+        inside = target.is_relative_to(root.resolve(strict=True))
+    except (OSError, RuntimeError):  # missing, dangling, a link loop
+        inside, target = True, path  # read_text below says which, in its own words
+    if not inside:
+        raise DataFileError(path, f"links to {target}, outside the corpus folder {root}: "
+                                  "copy the file into the corpus folder instead")
+    return read_text(target)  # a folder, dangling link or unreadable file is refused
+
+
+def read_transcript(meeting_dir: Path, root: Path | None = None) -> str:
+    """The text of a meeting folder's transcript (``transcript_MAN*.txt``), read only from
+    inside ``root`` (the corpus folder; default the meeting folder itself)."""
     candidates = sorted(meeting_dir.glob("transcript_MAN*.txt"))
     if not candidates:
         raise DataFileError(meeting_dir, "missing transcript file (transcript_MAN*.txt)")
-    text = read_text(candidates[0])  # a folder, dangling link or unreadable file is refused
+    text = read_corpus_file(root or meeting_dir, candidates[0])
     if not text.strip():
         raise DataFileError(candidates[0], "empty transcript")
     return text
@@ -71,7 +90,7 @@ def import_transcripts(session: Session, folder: Path) -> TranscriptReport:
         if not meeting_dir.is_dir():
             report.absent.append(external_id)
             continue
-        checked = validate(TRANSCRIPT, {"text": read_transcript(meeting_dir),
+        checked = validate(TRANSCRIPT, {"text": read_transcript(meeting_dir, root),
                                         "source": str(meeting_dir)}, path=meeting_dir,
                            labels={"text": "transcript", "source": "folder name"})
         meeting.transcript, meeting.transcript_source = checked["text"], checked["source"]

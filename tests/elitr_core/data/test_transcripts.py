@@ -35,3 +35,62 @@ def test_folder_without_meetings(bundled_sqlite: str, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["transcripts", str(tmp_path), "--db", bundled_sqlite]) == 2
     assert "no benchmark meeting folder found" in capsys.readouterr().err
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def small_db(request: pytest.FixtureRequest) -> str:
+    """``tests.small_db`` (meetings meeting_en_dev_901 and meeting_en_test2_901) on both."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("small_sqlite"))
+    from tests import small_db as small
+
+    url = str(request.getfixturevalue("pg_url"))
+    small.build(url)
+    return url
+
+
+def _stored(url: str) -> dict[str, str | None]:
+    with get_engine(url).connect() as conn:
+        return dict(conn.exec_driver_sql("SELECT external_id, transcript FROM meeting").all())
+
+
+@pytest.mark.parametrize("link", ["file-out", "proc", "folder-out", "minutes-out", "fifo"])
+def test_files_reached_out_of_the_corpus_are_refused(link: str, small_db: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """Issue 27 item 10: a transcript or minutes file that is a symbolic link out of the
+    corpus (or in a folder linked from outside, or not a regular file) is refused with one
+    line, and nothing is stored; a link inside the corpus is a file of the corpus."""
+    import os
+
+    corpus = tmp_path / "elitr-minuting-corpus-en"
+    secret = tmp_path / "elsewhere" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("SECRET outside the corpus", encoding="utf-8")
+    good = corpus / "test2" / "meeting_en_test2_901"
+    good.mkdir(parents=True)
+    (good / "kept.txt").write_text(SYNTHETIC, encoding="utf-8")
+    (good / "transcript_MAN1.txt").symlink_to(good / "kept.txt")  # inside: fine
+    dev = corpus / "dev" / "meeting_en_dev_901"
+    if link == "folder-out":
+        (secret.parent / "transcript_MAN1.txt").write_text("SECRET", encoding="utf-8")
+        dev.parent.mkdir(parents=True)
+        dev.symlink_to(secret.parent, target_is_directory=True)
+    else:
+        dev.mkdir(parents=True)
+        transcript = dev / "transcript_MAN1.txt"
+        if link == "file-out":
+            transcript.symlink_to(secret)
+        elif link == "proc":
+            transcript.symlink_to("/proc/self/status")
+        elif link == "fifo":
+            os.mkfifo(transcript)
+        else:
+            transcript.write_text(SYNTHETIC, encoding="utf-8")
+            (dev / "minutes_1.txt").symlink_to(secret)
+    before = _stored(small_db)
+    assert main(["transcripts", str(tmp_path), "--db", small_db]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert ("outside the corpus folder" in err) if link != "fifo" else "not a regular file" in err
+    assert "SECRET" not in err and _stored(small_db) == before

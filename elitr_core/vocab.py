@@ -67,6 +67,12 @@ SCORE_COLUMNS: tuple[str, ...] = (
     "score",
 )
 
+LEADERBOARD_MEAN_NOTE = (
+    "A mean column (split = mean) is the unweighted mean of the dev and test2 means, as in the "
+    "paper (each split counts once, whatever its number of questions), not the mean over all "
+    "responses pooled; n counts the responses of both splits.")
+"""What the leaderboard's ``mean`` split is (export contract, Leaderboard page)."""
+
 #: Columns of every export table, in contract order.
 EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "scores": SCORE_COLUMNS,
@@ -109,7 +115,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "calibration": ("reference", "evaluator", "bin", "n", "mean", "ci_low", "ci_high", "note"),
     "icc": ("raters", "group", "icc_type", "icc", "ci_low", "ci_high", "n_targets", "n_raters",
             "note"),
-    "elo": ("model", "evaluator", "rating", "ci_low", "ci_high"),
+    "elo": ("model", "evaluator", "rating", "ci_low", "ci_high", "note"),
     # the judge audit (stats/ppi, ppi_designs, recalibration, judge_effects, consistency,
     # conversation)
     "ppi": (
@@ -156,11 +162,11 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "completeness_a", "completeness_b", "conciseness_a", "conciseness_b",
     ),
     "pairwise": (
-        "evaluator", "criterion", "model_a", "model_b", "n", "wins", "ties", "losses",
-        "mean_a", "mean_a_ci_low", "mean_a_ci_high", "mean_b", "mean_b_ci_low",
+        "evaluator", "criterion", "model_a", "model_b", "n", "n_unparsed", "wins", "ties",
+        "losses", "mean_a", "mean_a_ci_low", "mean_a_ci_high", "mean_b", "mean_b_ci_low",
         "mean_b_ci_high", "n_both_orders", "position_consistency", "note",
     ),
-    "elo-pairwise": ("model", "evaluator", "criterion", "rating", "ci_low", "ci_high"),
+    "elo-pairwise": ("model", "evaluator", "criterion", "rating", "ci_low", "ci_high", "note"),
     "bradley-terry": ("model", "evaluator", "criterion", "strength", "ci_low", "ci_high",
                       "note"),
     "winrate": (
@@ -169,7 +175,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "pairwise-agreement": (
         "evaluator", "criterion", "ranking", "reference", "n_models", "n_questions", "tau",
-        "ci_low", "ci_high",
+        "ci_low", "ci_high", "note",
     ),
 }
 

@@ -25,8 +25,8 @@ JUDGMENT_KEY = "battles.judgment"
 REFERENCE_KEY = "battles.reference"
 #: the pairwise table's columns shown first (criterion, position consistency and the notes
 #: behind its column picker)
-PAIR_KEYS = ("evaluator", "model_a", "model_b", "n", "wins", "ties", "losses", "mean_a",
-             "mean_a_ci_low", "mean_b", "mean_b_ci_low")
+PAIR_KEYS = ("evaluator", "model_a", "model_b", "n", "n_unparsed", "wins", "ties", "losses",
+             "mean_a", "mean_a_ci_low", "mean_b", "mean_b_ci_low")
 
 
 @score_cache(show_spinner="Computing...")
@@ -125,9 +125,15 @@ if pairs is not None:
     download_table(pairs, f"pairwise-{criterion}", table="pairwise")
 
 st.subheader("Ratings")
+if pairs is not None:
+    summary, low = pairwise.position_summary(pairs, judge, criterion)
+    (st.warning if low else st.caption)(plain(summary))
 st.caption("Elo is the maximum-likelihood rating, Bradley-Terry on the Elo scale (1000 + "
            "400/ln 10 x strength): no match order, no seed, the same ranking as Bradley-Terry. "
-           "CREAM's order-based Elo: add --elo median to the command.")
+           "CREAM's order-based Elo: add --elo median to the command. An empty interval has "
+           "its cause in note (a sparse model, every battle a tie, a judge that always "
+           "prefers one position, one question); groups of models that never met are rated "
+           "apart, each on its own scale.")
 # one under the other: side by side, at 1366 px, the download buttons shrank to "J." and the
 # figure's toolbar covered its title
 for name, value, label in RATINGS:

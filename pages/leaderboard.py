@@ -8,7 +8,7 @@ import streamlit as st
 from elitr_core.export import figures, views
 from elitr_core.export.groups import parse_groups
 from elitr_core.stats.leaderboard import board_wide
-from elitr_core.vocab import ANSWER_POSITIONS_NOTE
+from elitr_core.vocab import ANSWER_POSITIONS_NOTE, LEADERBOARD_MEAN_NOTE
 from pages.auth_ui import RESEARCHER, require_role
 from pages.data import cached_figure, export_table, score_cache
 from pages.defaults import DEFAULT_JUDGE, Defaults, View, declare_views
@@ -81,7 +81,8 @@ if board is None:
 evaluators = views.evaluators_in(board)
 evaluator = st.selectbox("Evaluator", evaluators,
                          **kept(EVALUATOR_KEY, default_evaluator(evaluators), evaluators))
-st.caption(f"Mean 1-10 score per model, scored by {plain(evaluator)} · {describe(flt)}")
+st.caption(f"Mean 1-10 score per model, scored by {plain(evaluator)} · {describe(flt)}. "
+           + plain(LEADERBOARD_MEAN_NOTE))
 mean, std = main_table(flt, evaluator)
 several_seeds = bool(std.notna().to_numpy().any())
 
@@ -112,7 +113,8 @@ with tab:
                     name=f"leaderboard-{evaluator}-{split}")
     elif tab_label == LONG:
         st.caption("Long table (export contract): same bytes as "
-                   + code_span(f"python -m elitr_core export leaderboard {cli_arguments(flt)}"))
+                   + code_span(f"python -m elitr_core export leaderboard {cli_arguments(flt)}")
+                   + ". " + plain(LEADERBOARD_MEAN_NOTE))
         show_table(board, key="leaderboard.long-table",
                    keys=("model", "split", "setting", "mode", "evaluator", "mean", "std", "n"))
         download_table(board, "leaderboard", table="leaderboard")

@@ -58,14 +58,18 @@ def _per_criterion(df: pd.DataFrame, criterion: str | None,
 
 def pairwise_table(name: str, df: pd.DataFrame, *, criterion: str | None = None,
                    baseline: str | None = None, scores: pd.DataFrame | None = None,
-                   reference: str = "gold-human", elo: str = "mle") -> pd.DataFrame:
+                   reference: str = "gold-human", elo: str = "mle",
+                   unparsed: dict[tuple[str, str, str], int] | None = None) -> pd.DataFrame:
     """One pairwise table from the judgments ``df`` (see :data:`PAIRWISE_TABLES`; ``elo`` for
     ``export elo --source pairwise``). ``elo``: which Elo rating (``mle``, ``median``,
-    ``order``), the same in ``elo`` and ``pairwise-agreement``."""
+    ``order``), the same in ``elo`` and ``pairwise-agreement``; ``unparsed``: the
+    unreadable judgments per (evaluator, model_a, model_b), for ``pairwise``'s
+    ``n_unparsed``."""
     if name == "pairwise-judgments":
         return df
     if name == "pairwise":
-        return _per_criterion(df, criterion, lambda d, c: pairwise.pairwise_table(d, c))
+        return _per_criterion(df, criterion,
+                              lambda d, c: pairwise.pairwise_table(d, c, unparsed=unparsed))
     if name == "elo":
         return _per_criterion(df, criterion,
                               lambda d, c: pairwise_rank.pairwise_elo(d, c, point=elo))
@@ -90,13 +94,26 @@ def build_pairwise_table(name: str, session: Session, flt: ScoreFilter, *,
                          reference: str = "gold-human", elo: str = "mle") -> pd.DataFrame:
     """Build a pairwise table from the database (what ``export`` prints)."""
     df = pairwise_frame(session, flt)
-    scores = None
+    scores, unparsed = None, None
+    if name == "pairwise":
+        unparsed = unparsed_counts(session, flt)
     if name == "pairwise-agreement":
         human = ScoreFilter(split=flt.split, setting=flt.setting, mode=flt.mode,
                             evaluators=(reference,))
         scores = scores_table(session, human)
     return pairwise_table(name, df, criterion=criterion, baseline=baseline, scores=scores,
-                          reference=reference, elo=elo)
+                          reference=reference, elo=elo, unparsed=unparsed)
+
+
+def unparsed_counts(session: Session, flt: ScoreFilter) -> dict[tuple[str, str, str], int]:
+    """(evaluator, model_a, model_b) -> judgments stored unparsed (no verdict or alignment
+    could be read) under the filters."""
+    rows = pairwise_rows(session, flt, status="unparsed")
+    counted: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        key = (r["evaluator"], r["model_a"], r["model_b"])
+        counted[key] = counted.get(key, 0) + 1
+    return counted
 
 
 def win_matrix(table: pd.DataFrame, evaluator: str, criterion: str) -> pd.DataFrame:
@@ -111,6 +128,25 @@ def win_matrix(table: pd.DataFrame, evaluator: str, criterion: str) -> pd.DataFr
         matrix.loc[row.model_b, row.model_a] = 1 - share
     matrix.index.name = "model"
     return matrix
+
+
+def position_summary(table: pd.DataFrame, evaluator: str, criterion: str) -> tuple[str, bool]:
+    """One sentence on the judge's position consistency and unreadable outputs, from a
+    ``pairwise`` table: what a reader of its ratings should know first; and whether it is a
+    warning (consistency below 0.5)."""
+    part = table[(table["evaluator"] == evaluator) & (table["criterion"] == criterion)]
+    both = int(part["n_both_orders"].sum())
+    unparsed = int(part["n_unparsed"].sum())
+    dropped = (f"; {unparsed} judgment(s) could not be read and are left out"
+               if unparsed else "")
+    if not both:
+        return f"No judgment of {evaluator} was asked in both orders{dropped}.", False
+    agree = float((part["position_consistency"].fillna(0) * part["n_both_orders"]).sum()) / both
+    warning = (" (below 0.5: the order the answers were shown in decides more verdicts than "
+               "the answers do; read the ratings with care)" if agree < 0.5 else "")
+    return (f"Position consistency of {evaluator}: {agree:.2f} of {both} judgments asked in "
+            f"both orders kept their outcome when the order was swapped{warning}{dropped}.",
+            bool(warning))
 
 
 def judgment_choices(session: Session, flt: ScoreFilter, evaluator: str) -> pd.DataFrame:

@@ -118,12 +118,13 @@ def lost_in_middle(df: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFr
         Columns ``EXPORT_COLUMNS["lost-in-middle"]``. A (model, evaluator) pair whose group
         has fewer than 2 responses or whose groups are both constant (the t statistic is then
         undefined) keeps its row with empty ``t`` and ``p`` and a ``note`` naming the cause
-        (also listed in ``result.attrs["skipped"]`` as ``(model, evaluator, reason)``).
+        (also listed in ``result.attrs["skipped"]`` as ``(model, evaluator, reason)``), also
+        when it is the only pair (one constant model: its row, not an error).
 
     Raises
     ------
     DegenerateDataError
-        When no row has a score or no pair can be tested.
+        When no row has a score.
     UserError
         When a scored response has no ``answer_position``.
 
@@ -154,9 +155,8 @@ def lost_in_middle(df: pd.DataFrame, *, alpha: float | None = None) -> pd.DataFr
         if row["note"]:
             skipped.append((str(model), str(evaluator), str(row["note"])))
         rows.append(row)
-    if len(skipped) == len(rows):
-        reasons = "; ".join(f"{m} / {e}: {r}" for m, e, r in skipped)
-        raise DegenerateDataError(f"no model can be tested for lost in the middle ({reasons})")
+    if not rows:
+        raise DegenerateDataError("no scored response here: lost in the middle needs scores")
     out = pd.DataFrame(rows, columns=list(EXPORT_COLUMNS["lost-in-middle"]))
     if alpha is not None:
         out = out[out["p"] < alpha].reset_index(drop=True)

@@ -11,15 +11,21 @@ responses); the Elo update is sequential by nature and runs as a tight Python lo
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from elitr_core.errors import DegenerateDataError, UserError
-from elitr_core.stats.elo_mle import bt_counts, bt_fit, mle_with_interval
+from elitr_core.stats.elo_mle import bt_counts, bt_fit  # noqa: F401 (re-exported)
 from elitr_core.stats.leaderboard import response_scores
+from elitr_core.stats.ratings import (  # noqa: F401 (re-exported: tests and callers)
+    Matches,
+    check_elo_options,
+    elo_pass,
+    elo_ratings,
+    strengths,
+)
 from elitr_core.vocab import EXPORT_COLUMNS
 
 #: A match is played between the models of one cell of this key (evaluator handled apart).
@@ -113,27 +119,6 @@ def matches(df: pd.DataFrame, evaluator: str | None = None) -> pd.DataFrame:
     )
 
 
-def elo_pass(a: list[int], b: list[int], s: list[float], n_models: int, *,
-             k: float = 32.0, initial: float = 1000.0) -> list[float]:
-    """Ratings after one pass of Elo updates over matches ``(a[t], b[t], s[t])``.
-
-    ``E_a = 1 / (1 + 10 ** ((R_b - R_a) / 400))``, ``R_a += K (S - E_a)`` and
-    ``R_b -= K (S - E_a)`` (both updated from the pre-match ratings).
-
-    References
-    ----------
-    Elo, A. (1978). The Rating of Chessplayers, Past and Present. Arco.
-    """
-    ratings = [float(initial)] * n_models
-    scale = math.log(10.0) / 400.0
-    for x, y, outcome in zip(a, b, s, strict=True):
-        rx, ry = ratings[x], ratings[y]
-        delta = k * (outcome - 1.0 / (1.0 + math.exp((ry - rx) * scale)))
-        ratings[x] = rx + delta
-        ratings[y] = ry - delta
-    return ratings
-
-
 def _played(models: np.ndarray, m: _Matches) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Models that played in ``m`` (first-appearance order), and ``a``, ``b`` recoded to them."""
     used = np.unique(np.concatenate([m.a, m.b]))
@@ -188,7 +173,7 @@ def elo(
         maximum-likelihood ratings.
     n_bootstrap : int, default 200
         Number of resamples or permutations; ``0`` skips them and leaves ``ci_low``/
-        ``ci_high`` ``pd.NA``.
+        ``ci_high`` empty.
     seed : int, default 0
         Seed of the resamples or permutations (evaluators are drawn in turn from one
         generator).
@@ -202,13 +187,19 @@ def elo(
     pandas.DataFrame
         Columns ``EXPORT_COLUMNS["elo"]``, per evaluator sorted by rating (best first). An
         evaluator with no match (fewer than two models per question) is left out and named in
-        ``result.attrs["skipped"]``.
+        ``result.attrs["skipped"]``. ``note`` says why an interval is empty: a sparse model
+        (one with a finite rating in fewer than 90% of the resamples, e.g. one response)
+        loses its own interval only; a zero-width interval (every match a draw, one
+        question) is emptied with its cause. Models in groups that never met (no question
+        scored a model of each) are rated per group, each group on its own scale (mean
+        ``initial``), listed group after group, and every row's note says so.
 
     Raises
     ------
     DegenerateDataError
         When no evaluator has a match (empty table, a single model ...), or the
-        maximum-likelihood ratings are infinite (a model never won nor drew).
+        maximum-likelihood ratings are infinite (the message names the models that never
+        won nor drew).
     UserError
         When ``evaluator`` has no score, ``n_bootstrap < 0``, ``confidence`` not in (0, 1) or
         ``point`` unknown.
@@ -229,63 +220,15 @@ def elo(
         if not len(m.s):
             continue
         models, a, b = _played(all_models, m)
-        rating, low, high = ratings_with_interval(a, b, m.s, m.cell, models, point, rng,
-                                                  n_bootstrap, confidence, k=k, initial=initial)
-        rows.append(pd.DataFrame({"model": models, "evaluator": m.evaluator, "rating": rating,
-                                  "ci_low": low, "ci_high": high}))
+        table = elo_ratings(Matches(a, b, m.s, m.cell, models), point, rng, n_bootstrap,
+                            confidence, k=k, initial=initial)
+        rows.append(table.assign(evaluator=m.evaluator))
     out = pd.concat(rows, ignore_index=True).astype({"ci_low": "Float64", "ci_high": "Float64"})
-    out = out.sort_values(["evaluator", "rating"], ascending=[True, False], kind="stable")
+    out = out.sort_values(["evaluator", "group", "rating"], ascending=[True, True, False],
+                          kind="stable")
     out = out.reset_index(drop=True)[list(EXPORT_COLUMNS["elo"])]
     out.attrs["skipped"] = [m.evaluator for m in found if not len(m.s)]
     return out
-
-
-def check_elo_options(point: str, n_bootstrap: int, confidence: float) -> None:
-    """Refuse bad options of :func:`elo` and the pairwise Elo with a clear message."""
-    if n_bootstrap < 0 or not 0 < confidence < 1:
-        raise UserError("n_bootstrap must be >= 0 and confidence strictly between 0 and 1")
-    if point not in ("mle", "median", "order") or (point == "median" and n_bootstrap == 0):
-        raise UserError(f"the Elo rating must be mle, median or order, not {point!r} (median "
-                        "needs n_bootstrap > 0)")
-
-
-def ratings_with_interval(
-    a: np.ndarray, b: np.ndarray, s: np.ndarray, clusters: np.ndarray, models: np.ndarray,
-    point: str, rng: np.random.Generator, n_bootstrap: int, confidence: float, *, k: float,
-    initial: float,
-) -> tuple[object, object, object]:
-    """One evaluator's Elo ratings and interval by ``point`` (see :func:`elo`);
-    ``clusters``: the question of each match (resampled together for ``mle``)."""
-    if point == "mle":
-        rating, low, high = mle_with_interval(a, b, s, clusters, models, n_bootstrap, rng,
-                                              confidence, initial)
-        if n_bootstrap == 0:
-            return rating, [pd.NA] * len(models), [pd.NA] * len(models)
-        return rating, low, high
-    lows, highs, median = order_interval(a, b, s, len(models), rng, n_bootstrap, confidence,
-                                         k=k, initial=initial)
-    if point == "median":
-        return median, lows, highs
-    return elo_pass(a.tolist(), b.tolist(), s.tolist(), len(models), k=k,
-                    initial=initial), lows, highs
-
-
-def order_interval(
-    a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int, rng: np.random.Generator,
-    n_bootstrap: int, confidence: float, *, k: float, initial: float,
-) -> tuple[list[object], list[object], list[float]]:
-    """Percentile interval (and median) of the final ratings over random permutations of the
-    match order."""
-    if n_bootstrap == 0:
-        return [pd.NA] * n_models, [pd.NA] * n_models, []
-    boot = np.empty((n_bootstrap, n_models))
-    for r in range(n_bootstrap):
-        p = rng.permutation(len(s))
-        boot[r] = elo_pass(a[p].tolist(), b[p].tolist(), s[p].tolist(), n_models,
-                           k=k, initial=initial)
-    tail = 50 * (1 - confidence)
-    low, median, high = np.percentile(boot, [tail, 50, 100 - tail], axis=0)
-    return low.tolist(), high.tolist(), median.tolist()
 
 
 def bradley_terry(df: pd.DataFrame, evaluator: str | None = None) -> pd.DataFrame:
@@ -325,11 +268,11 @@ def bradley_terry(df: pd.DataFrame, evaluator: str | None = None) -> pd.DataFram
         if not len(m.s):
             continue  # no question answered by two models for this evaluator
         models, a, b = _played(all_models, m)
-        wins, counts = bt_counts(a, b, m.s, len(models))
-        parts.append(pd.DataFrame({"model": models, "evaluator": m.evaluator,
-                                   "strength": bt_fit(wins, counts)}))
+        table = strengths(Matches(a, b, m.s, m.cell, models), 0, np.random.default_rng(0), 0.95)
+        parts.append(table.assign(evaluator=m.evaluator))
     out = pd.concat(parts, ignore_index=True)
-    out = out.sort_values(["evaluator", "strength"], ascending=[True, False], kind="stable")
-    out = out.reset_index(drop=True)
+    out = out.sort_values(["evaluator", "group", "strength"], ascending=[True, True, False],
+                          kind="stable")
+    out = out.reset_index(drop=True)[["model", "evaluator", "strength", "note"]]
     out.attrs["skipped"] = [m.evaluator for m in found if not len(m.s)]
     return out

@@ -7,18 +7,22 @@ strengths ``theta`` (``P(i beats j) = 1 / (1 + exp(theta_j - theta_i))``, ties h
 each side, mean zero) put on the Elo scale, ``rating = 1000 + 400 / ln(10) * theta``, so that
 ``P(i beats j) = 1 / (1 + 10 ** ((R_j - R_i) / 400))`` as in Elo's update rule. Intervals are
 percentile intervals over a cluster bootstrap of questions (every match of a question moves
-together); a replicate where some model never wins has no finite rating and is left out.
+together); a replicate rates the models it can (:func:`replicate_strengths`: a model absent
+from it, or that never wins or never loses in it, is left out of that replicate only), and a
+model rated in too few replicates has no interval while the others keep theirs.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
 from elitr_core.errors import DegenerateDataError
-from elitr_core.stats.agreement import cluster_weights, percentile_ci
+from elitr_core.stats.agreement import MIN_VALID_REPLICATES, cluster_weights
+from elitr_core.stats.rating_groups import infinite_cause
 
 #: Elo points per unit of natural-log Bradley-Terry strength (FastChat's SCALE / ln(BASE)).
 ELO_PER_STRENGTH = 400.0 / math.log(10.0)
@@ -40,7 +44,8 @@ def bt_counts(a: np.ndarray, b: np.ndarray, s: np.ndarray,
 
 
 def bt_fit(wins: np.ndarray, played: np.ndarray, *, max_iter: int = 10_000,
-           tol: float = 1e-10) -> np.ndarray:
+           tol: float = 1e-10,
+           names: Sequence[object] | np.ndarray | None = None) -> np.ndarray:
     """Bradley-Terry log-strengths (mean zero) by Hunter's MM algorithm.
 
     Iterates ``p_i <- W_i / sum_j N_ij / (p_i + p_j)`` until the largest change of
@@ -51,7 +56,8 @@ def bt_fit(wins: np.ndarray, played: np.ndarray, *, max_iter: int = 10_000,
     Raises
     ------
     DegenerateDataError
-        When that graph is not strongly connected (e.g. a model never won nor drew), or the
+        When that graph is not strongly connected (the message names the models that
+        never won nor drew, or the groups that never met; ``names`` label them), or the
         iteration does not converge.
 
     References
@@ -62,8 +68,9 @@ def bt_fit(wins: np.ndarray, played: np.ndarray, *, max_iter: int = 10_000,
     n_parts, _ = connected_components(wins > 0, directed=True, connection="strong")
     if n_parts > 1:
         raise DegenerateDataError(
-            "Bradley-Terry strengths are infinite here: some models never won nor drew against "
-            "the others (the win graph is not strongly connected); use elo instead"
+            "Bradley-Terry strengths (and so the maximum-likelihood Elo) are infinite here: "
+            f"{infinite_cause(wins, played, names)} (the win graph is not strongly "
+            "connected); the order-based Elo (export elo --elo median) rates every model"
         )
     total_wins = wins.sum(axis=1)
     log_p = np.zeros(len(wins))
@@ -79,32 +86,16 @@ def bt_fit(wins: np.ndarray, played: np.ndarray, *, max_iter: int = 10_000,
 
 
 def to_elo(strength: np.ndarray, initial: float = 1000.0) -> np.ndarray:
-    """Bradley-Terry log-strengths (mean zero) on the Elo scale (mean ``initial``)."""
-    return initial + ELO_PER_STRENGTH * np.asarray(strength, float)
-
-
-def mle_ratings(a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int,
-                initial: float = 1000.0) -> np.ndarray:
-    """Maximum-likelihood Elo ratings of matches ``(a[t], b[t], s[t])``.
-
-    Raises
-    ------
-    DegenerateDataError
-        When some models never won nor drew against the others (the ratings would be
-        infinite): the message points to the order-based Elo, which always has a value.
+    """Bradley-Terry log-strengths (mean zero) on the Elo scale (mean ``initial``): the
+    maximum-likelihood Elo ratings.
 
     References
     ----------
     Chiang, W.-L. et al. (2024). Chatbot Arena: An open platform for evaluating LLMs by human
     preference. ICML 2024 (``compute_mle_elo`` in FastChat: logistic regression, base 10,
-    scale 400, initial 1000). Hunter, D. R. (2004). Annals of Statistics 32(1), 384-406.
+    scale 400, initial 1000).
     """
-    try:
-        return to_elo(bt_fit(*bt_counts(a, b, s, n_models)), initial)
-    except DegenerateDataError as exc:
-        raise DegenerateDataError(
-            f"{exc}. The maximum-likelihood Elo is infinite here too: use the order-based "
-            "Elo (--elo median)") from exc
+    return initial + ELO_PER_STRENGTH * np.asarray(strength, float)
 
 
 def cluster_counts(a: np.ndarray, b: np.ndarray, s: np.ndarray, clusters: np.ndarray,
@@ -127,50 +118,72 @@ def fit_or_nan(wins: np.ndarray, played: np.ndarray) -> np.ndarray:
         return np.full(len(wins), np.nan)
 
 
+def replicate_strengths(wins: np.ndarray, played: np.ndarray) -> np.ndarray:
+    """Bradley-Terry strengths of the models one resample can rate, NaN for the others.
+
+    The rated models are the largest strongly connected part of the "won or drew against"
+    graph among the models that played in the resample: a model absent from it (a sparse
+    model whose few questions were not drawn) or that only lost (or only won) in it has no
+    finite strength there, and leaving it out keeps the others' strengths finite instead of
+    spoiling the whole replicate.
+    """
+    out = np.full(len(wins), np.nan)
+    idx = np.flatnonzero(played.sum(axis=1) > 0)
+    if len(idx) < 2:
+        return out
+    n_parts, labels = connected_components(wins[np.ix_(idx, idx)] > 0, directed=True,
+                                           connection="strong")
+    if n_parts > 1:
+        idx = idx[labels == np.argmax(np.bincount(labels))]
+        if len(idx) < 2:
+            return out
+    out[idx] = fit_or_nan(wins[np.ix_(idx, idx)], played[np.ix_(idx, idx)])
+    return out
+
+
 def bootstrap_strengths(a: np.ndarray, b: np.ndarray, s: np.ndarray, clusters: np.ndarray,
-                        n_models: int, weights: np.ndarray) -> np.ndarray:
+                        n_models: int, weights: np.ndarray,
+                        full: np.ndarray | None = None) -> np.ndarray:
     """Bradley-Terry strengths of each cluster-bootstrap replicate (rows of ``weights``:
-    how often each cluster is drawn); NaN where infinite."""
+    how often each cluster is drawn), NaN for the models a replicate cannot rate
+    (:func:`replicate_strengths`). With ``full`` (the strengths on all the data), each
+    replicate is shifted so that its rated models have the same mean as in ``full``: the
+    strengths are centred on the models rated, and a replicate missing one model would
+    otherwise move every other model's value."""
     wins, played = cluster_counts(a, b, s, clusters, n_models)
     n = n_models
-    return np.array([fit_or_nan((w @ wins).reshape(n, n), (w @ played).reshape(n, n))
+    boot = np.array([replicate_strengths((w @ wins).reshape(n, n), (w @ played).reshape(n, n))
                      for w in weights])
+    if full is not None:
+        rated = np.isfinite(boot)
+        counts = rated.sum(axis=1)
+        shift = (np.where(rated, full, 0).sum(axis=1) - np.nansum(boot, axis=1))
+        boot += (shift / np.maximum(counts, 1))[:, None]
+    return boot
 
 
-def percentiles(boot: np.ndarray, names: np.ndarray,
-                confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval of each model's replicates (columns of ``boot``); raises
-    :class:`DegenerateDataError` when too many replicates are infinite (NaN)."""
-    low, high = np.array([percentile_ci(boot[:, i], confidence,
-                                        f"Bradley-Terry strength of {name}")
-                          for i, name in enumerate(names)]).T
-    return low, high
+def model_intervals(boot: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray,
+                                                                   np.ndarray]:
+    """Per model (columns of ``boot``): the percentile interval over the replicates that
+    rate it, NaN where fewer than ``MIN_VALID_REPLICATES`` of them do, and that share."""
+    rated = np.isfinite(boot).mean(axis=0)
+    tail = (1 - confidence) / 2
+    low, high = np.full(boot.shape[1], np.nan), np.full(boot.shape[1], np.nan)
+    for i in np.flatnonzero(rated >= MIN_VALID_REPLICATES):
+        finite = boot[np.isfinite(boot[:, i]), i]
+        low[i], high[i] = np.quantile(finite, [tail, 1 - tail])
+    return low, high, rated
 
 
 def strength_interval(a: np.ndarray, b: np.ndarray, s: np.ndarray, clusters: np.ndarray,
-                      names: np.ndarray, n_bootstrap: int, rng: np.random.Generator,
-                      confidence: float) -> tuple[np.ndarray, np.ndarray]:
+                      full: np.ndarray, n_bootstrap: int, rng: np.random.Generator,
+                      confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Percentile interval of each model's Bradley-Terry strength over ``n_bootstrap``
-    question resamples; NaN without replicates, or where the strengths are infinite in too
-    many of them (``export bradley-terry`` then says why in its note)."""
-    empty = np.full(len(names), np.nan)
+    question resamples (``clusters``: codes 0..G-1), and the share of resamples rating each
+    model (:func:`model_intervals`); NaN and share 1 without replicates."""
     if n_bootstrap == 0:
-        return empty, empty
+        empty = np.full(len(full), np.nan)
+        return empty, empty, np.ones(len(full))
     weights = cluster_weights(int(clusters.max()) + 1, n_bootstrap, rng)
-    boot = bootstrap_strengths(a, b, s, clusters, len(names), weights)
-    try:
-        return percentiles(boot, names, confidence)
-    except DegenerateDataError:
-        return empty, empty
-
-
-def mle_with_interval(a: np.ndarray, b: np.ndarray, s: np.ndarray, clusters: np.ndarray,
-                      names: np.ndarray, n_bootstrap: int, rng: np.random.Generator,
-                      confidence: float, initial: float = 1000.0,
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Maximum-likelihood Elo ratings and their cluster-bootstrap percentile interval (the
-    Bradley-Terry strengths' interval on the Elo scale; ``clusters``: any integer codes)."""
-    rating = mle_ratings(a, b, s, len(names), initial)
-    codes = np.unique(clusters, return_inverse=True)[1]
-    low, high = strength_interval(a, b, s, codes, names, n_bootstrap, rng, confidence)
-    return rating, to_elo(low, initial), to_elo(high, initial)
+    boot = bootstrap_strengths(a, b, s, clusters, len(full), weights, full)
+    return model_intervals(boot, confidence)

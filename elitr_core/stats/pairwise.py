@@ -20,12 +20,15 @@ orders and every sample of a question move together, as in :mod:`elitr_core.stat
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.agreement import cluster_weights, pair_rng, percentile_ci
 from elitr_core.stats.frame import QUESTION_KEY, ZERO_WIDTH, check_columns, group_codes
+from elitr_core.stats.rating_groups import ZERO, first_shown_won, zero_width_cause
 from elitr_core.vocab import EXPORT_COLUMNS
 
 JUDGMENT_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["pairwise-judgments"]
@@ -66,7 +69,8 @@ def outcomes(df: pd.DataFrame, criterion: str = "verdict") -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        The kept rows in their order, plus ``s`` (1, 0.5 or 0) and, for CREAM criteria,
+        The kept rows in their order, plus ``s`` (1, 0.5 or 0), ``first_won`` (1 where the
+        answer shown first won, 0 the second, NaN a tie) and, for CREAM criteria,
         ``score_a``/``score_b`` (the compared scores).
 
     Raises
@@ -92,18 +96,21 @@ def outcomes(df: pd.DataFrame, criterion: str = "verdict") -> pd.DataFrame:
     if kept.empty:
         raise DegenerateDataError(f"no pairwise judgment has a {criterion} outcome: judge with "
                                   f"--style {'battle' if criterion == 'verdict' else 'cream'}")
+    kept["first_won"] = first_shown_won(kept["s"].to_numpy(float), kept["order"].to_numpy())
     return kept.reset_index(drop=True)
 
 
 def cluster_mean_ci(values: np.ndarray, clusters: np.ndarray, n_bootstrap: int,
-                    confidence: float, rng: np.random.Generator,
-                    what: str) -> tuple[float, float, float, str]:
+                    confidence: float, rng: np.random.Generator, what: str,
+                    first_won: np.ndarray | None = None) -> tuple[float, float, float, str]:
     """Mean of ``values``, its percentile cluster-bootstrap interval and a note.
 
     A replicate's mean is ``sum_g w_g S_g / sum_g w_g N_g`` with per-cluster sums ``S_g`` and
     counts ``N_g``, the mean of the explicitly resampled rows. ``clusters`` are codes 0..G-1.
-    Where every resample would give the same mean (one question, or one value everywhere:
-    a zero-width interval), the bounds are NaN and the note says why.
+    Where every resample would give the same mean (one question, one value everywhere, or
+    a judge that always prefers one position, so that each question's two orders cancel:
+    a zero-width interval), the bounds are NaN and the note says why (``first_won``: 1 where
+    the answer shown first won, :func:`elitr_core.stats.rating_groups.first_shown_won`).
     """
     mean = float(values.mean())
     n_clusters = int(clusters.max()) + 1
@@ -117,7 +124,12 @@ def cluster_mean_ci(values: np.ndarray, clusters: np.ndarray, n_bootstrap: int,
     sums = np.bincount(clusters, weights=values, minlength=n_clusters)
     counts = np.bincount(clusters, minlength=n_clusters).astype(float)
     weights = cluster_weights(n_clusters, n_bootstrap, rng)
-    low, high = percentile_ci((weights @ sums) / (weights @ counts), confidence, what)
+    replicates = (weights @ sums) / (weights @ counts)
+    if np.ptp(replicates) < ZERO:
+        return mean, np.nan, np.nan, (f"{what}: no interval: "
+                                      f"{zero_width_cause(values, clusters, first_won)}; "
+                                      f"{ZERO_WIDTH}")
+    low, high = percentile_ci(replicates, confidence, what)
     return mean, low, high, ""
 
 
@@ -168,7 +180,8 @@ def _pair_row(name: tuple[str, str, str], rows: pd.DataFrame, criterion: str, n_
 
 
 def pairwise_table(df: pd.DataFrame, criterion: str = "verdict", *, n_bootstrap: int = 1000,
-                   confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+                   confidence: float = 0.95, seed: int = 0,
+                   unparsed: Mapping[tuple[str, str, str], int] | None = None) -> pd.DataFrame:
     """Per evaluator and pair of models: wins, ties, losses, mean scores, position consistency.
 
     Parameters
@@ -180,12 +193,16 @@ def pairwise_table(df: pd.DataFrame, criterion: str = "verdict", *, n_bootstrap:
     n_bootstrap, confidence, seed
         Cluster bootstrap over questions for the intervals of ``mean_a``/``mean_b`` (the
         model's mean CREAM score against this opponent; empty for ``verdict``); 0 skips them.
+    unparsed : mapping, optional
+        (evaluator, model_a, model_b) -> judgments of that pair the judge's output could not
+        be read from (left out of ``n``), for the ``n_unparsed`` column (0 when absent).
 
     Returns
     -------
     pandas.DataFrame
         :data:`PAIRWISE_COLUMNS`, one row per (evaluator, model_a, model_b) in order of first
-        appearance. ``wins`` are ``model_a``'s. ``n_both_orders`` counts judgments asked in
+        appearance. ``wins`` are ``model_a``'s; ``n`` counts the parsed judgments,
+        ``n_unparsed`` those left out. ``n_both_orders`` counts judgments asked in
         both orders; ``position_consistency`` is the share of them with the same outcome;
         ``note`` says why a mean's interval is empty (one question, or one score everywhere).
 
@@ -197,8 +214,10 @@ def pairwise_table(df: pd.DataFrame, criterion: str = "verdict", *, n_bootstrap:
     _check_options(criterion, n_bootstrap, confidence)
     kept = outcomes(df, criterion)
     groups = kept.groupby(["evaluator", "model_a", "model_b"], sort=False)
+    dropped = unparsed or {}
     rows = [{"evaluator": name[0], "criterion": criterion, "model_a": name[1],
-             "model_b": name[2], **_pair_row(name, part, criterion, n_bootstrap, confidence, seed)}
+             "model_b": name[2], "n_unparsed": int(dropped.get(name, 0)),
+             **_pair_row(name, part, criterion, n_bootstrap, confidence, seed)}
             for name, part in groups]
     out = pd.DataFrame(rows, columns=list(PAIRWISE_COLUMNS))
     floats = [c for c in PAIRWISE_COLUMNS if c.startswith("mean") or c == "position_consistency"]
@@ -258,7 +277,8 @@ def win_rate(df: pd.DataFrame, baseline: str, criterion: str = "verdict", *,
         rng = pair_rng(seed, str(evaluator), criterion, str(model), baseline)
         rate, low, high, note = cluster_mean_ci(s, group_codes(part, QUESTION_KEY),
                                                 n_bootstrap, confidence, rng,
-                                                f"win rate of {model}")
+                                                f"win rate of {model}",
+                                                part["first_won"].to_numpy(float))
         rows.append((evaluator, criterion, model, baseline, len(s), int((s == 1).sum()),
                      int((s == 0.5).sum()), int((s == 0).sum()), rate, low, high, note))
     out = pd.DataFrame(rows, columns=list(WINRATE_COLUMNS))

@@ -27,21 +27,17 @@ from scipy import stats
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats._corr_bootstrap import resample_indices
 from elitr_core.stats.agreement import cluster_weights, pair_rng, percentile_ci
-from elitr_core.stats.elo import (
-    bt_counts,
-    bt_fit,
-    check_elo_options,
-    elo_pass,
-    ratings_with_interval,
-)
-from elitr_core.stats.elo_mle import (
-    bootstrap_strengths,
-    cluster_counts,
-    fit_or_nan,
-    percentiles,
-)
+from elitr_core.stats.elo_mle import bt_counts, replicate_strengths
 from elitr_core.stats.frame import QUESTION_KEY, group_codes, per_response
 from elitr_core.stats.pairwise import outcomes
+from elitr_core.stats.rating_groups import comparison_groups, first_shown_won
+from elitr_core.stats.ratings import (
+    Matches,
+    check_elo_options,
+    elo_pass,
+    elo_ratings,
+    strengths,
+)
 from elitr_core.vocab import EXPORT_COLUMNS
 
 RATING_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["elo-pairwise"]
@@ -63,6 +59,11 @@ class Battles(NamedTuple):
     s: np.ndarray
     clusters: np.ndarray
     questions: pd.DataFrame  # QUESTION_KEY of each cluster code, in code order
+    first_won: np.ndarray  # 1: the answer shown first won, 0: the second, NaN: a tie
+
+    def matches(self) -> Matches:
+        """These battles as :class:`elitr_core.stats.ratings.Matches`."""
+        return Matches(self.a, self.b, self.s, self.clusters, self.models, self.first_won)
 
 
 def battles(df: pd.DataFrame, criterion: str = "verdict") -> list[Battles]:
@@ -76,9 +77,10 @@ def battles(df: pd.DataFrame, criterion: str = "verdict") -> list[Battles]:
         clusters = group_codes(part, QUESTION_KEY)
         first = pd.Series(np.arange(len(part))).groupby(clusters, sort=True).first()
         questions = part.iloc[first.to_numpy()][list(QUESTION_KEY)].reset_index(drop=True)
+        s = part["s"].to_numpy(float)
         found.append(Battles(str(evaluator), models, codes[:, 0].astype(np.int64),
-                             codes[:, 1].astype(np.int64), part["s"].to_numpy(float), clusters,
-                             questions))
+                             codes[:, 1].astype(np.int64), s, clusters, questions,
+                             first_shown_won(s, part["order"].to_numpy())))
     return found
 
 
@@ -98,7 +100,8 @@ def pairwise_elo(df: pd.DataFrame, criterion: str = "verdict", *, k: float = 32.
     Returns
     -------
     pandas.DataFrame
-        :data:`RATING_COLUMNS`, per evaluator best first.
+        :data:`RATING_COLUMNS`, per evaluator best first; ``note`` as in
+        :func:`pairwise_bradley_terry`.
 
     References
     ----------
@@ -110,38 +113,17 @@ def pairwise_elo(df: pd.DataFrame, criterion: str = "verdict", *, k: float = 32.
     parts = []
     for m in battles(df, criterion):
         rng = pair_rng(seed, m.evaluator, criterion)
-        rating, low, high = ratings_with_interval(m.a, m.b, m.s, m.clusters, m.models, point,
-                                                  rng, n_bootstrap, confidence, k=k,
-                                                  initial=initial)
-        parts.append(pd.DataFrame({"model": m.models, "evaluator": m.evaluator,
-                                   "criterion": criterion, "rating": rating,
-                                   "ci_low": low, "ci_high": high}))
+        table = elo_ratings(m.matches(), point, rng, n_bootstrap, confidence, k=k,
+                            initial=initial)
+        parts.append(table.assign(evaluator=m.evaluator, criterion=criterion))
+    return _sorted(parts, "rating", RATING_COLUMNS)
+
+
+def _sorted(parts: list[pd.DataFrame], value: str, columns: tuple[str, ...]) -> pd.DataFrame:
+    """Rows per evaluator and group of models that met, best first, in contract order."""
     out = pd.concat(parts, ignore_index=True).astype({"ci_low": "Float64", "ci_high": "Float64"})
-    return out.sort_values(["evaluator", "rating"], ascending=[True, False],
-                           kind="stable").reset_index(drop=True)[list(RATING_COLUMNS)]
-
-
-def infinite_strength_note(m: Battles, weights: np.ndarray, boot: np.ndarray) -> str:
-    """Why the strengths are infinite in many question resamples: the models that never won
-    (or never lost) in them, with how often and from how few results in the full data."""
-    n = len(m.models)
-    wins, _ = cluster_counts(m.a, m.b, m.s, m.clusters, n)
-    full = wins.sum(axis=0).reshape(n, n)
-    replicate = (weights @ wins).reshape(-1, n, n)
-    causes = []
-    for i, name in enumerate(m.models):
-        for side, won, per_resample in (("won or drew", full[i].sum(), replicate[:, i].sum(1)),
-                                        ("lost or drew", full[:, i].sum(),
-                                         replicate[:, :, i].sum(1))):
-            share = float((per_resample == 0).mean())
-            if share > 0:
-                causes.append(f"{name} {side} {won:g} time(s) in all (never in {share:.0%} "
-                              "of the resamples)")
-    undefined = float(np.isnan(boot).any(axis=1).mean())
-    return (f"no interval: the strengths are infinite in {undefined:.0%} of the question "
-            f"resamples because {'; '.join(causes) or 'the win graph breaks apart'} (Bradley-"
-            "Terry needs every model to win and lose sometimes); judge more battles of these "
-            "models, or read elo")
+    return out.sort_values(["evaluator", "group", value], ascending=[True, True, False],
+                           kind="stable").reset_index(drop=True)[list(columns)]
 
 
 def pairwise_bradley_terry(df: pd.DataFrame, criterion: str = "verdict", *,
@@ -151,10 +133,12 @@ def pairwise_bradley_terry(df: pd.DataFrame, criterion: str = "verdict", *,
 
     ``P(i beats j) = p_i / (p_i + p_j)``, ties half a win to each side; ``strength = log p``
     centred to mean zero (Hunter's MM fit, :func:`elitr_core.stats.elo.bt_fit`). The interval
-    is the percentile interval over question resamples; a resample where some model never
-    wins (or never loses) has infinite strengths and is left out. When too many resamples
-    are (a model that almost never wins), the intervals are empty and ``note`` names the
-    model and how often it won (:func:`infinite_strength_note`).
+    is the percentile interval over question resamples, each resample rating the models it
+    can (:func:`elitr_core.stats.elo_mle.replicate_strengths`). A model rated in too few
+    resamples (a sparse model, or one that almost never wins) has no interval and ``note``
+    says so, while the others keep theirs; a zero-width interval (every battle a tie, a judge
+    that always prefers one position, a single question) is empty with its cause; groups of
+    models that never met are rated apart, each on its own scale (the note names them).
 
     Returns
     -------
@@ -171,23 +155,10 @@ def pairwise_bradley_terry(df: pd.DataFrame, criterion: str = "verdict", *,
         raise UserError("n_bootstrap must be >= 0 and confidence strictly between 0 and 1")
     parts = []
     for m in battles(df, criterion):
-        strength = bt_fit(*bt_counts(m.a, m.b, m.s, len(m.models)))
-        low = high = np.full(len(m.models), np.nan)
-        note = ""
-        if n_bootstrap:
-            rng = pair_rng(seed, m.evaluator, criterion)
-            weights = cluster_weights(int(m.clusters.max()) + 1, n_bootstrap, rng)
-            boot = bootstrap_strengths(m.a, m.b, m.s, m.clusters, len(m.models), weights)
-            try:
-                low, high = percentiles(boot, m.models, confidence)
-            except DegenerateDataError:
-                note = infinite_strength_note(m, weights, boot)
-        parts.append(pd.DataFrame({"model": m.models, "evaluator": m.evaluator,
-                                   "criterion": criterion, "strength": strength,
-                                   "ci_low": low, "ci_high": high, "note": note}))
-    out = pd.concat(parts, ignore_index=True).astype({"ci_low": "Float64", "ci_high": "Float64"})
-    return out.sort_values(["evaluator", "strength"], ascending=[True, False],
-                           kind="stable").reset_index(drop=True)[list(BT_COLUMNS)]
+        table = strengths(m.matches(), n_bootstrap, pair_rng(seed, m.evaluator, criterion),
+                          confidence)
+        parts.append(table.assign(evaluator=m.evaluator, criterion=criterion))
+    return _sorted(parts, "strength", BT_COLUMNS)
 
 
 def _human_sums(m: Battles, scores: pd.DataFrame, reference: str) -> tuple[np.ndarray, ...]:
@@ -226,7 +197,7 @@ def _ratings(m: Battles, ranking: str, idx: np.ndarray, rng: np.random.Generator
     if ranking == "elo" and point != "mle":
         p = rng.permutation(idx)
         return np.asarray(elo_pass(m.a[p].tolist(), m.b[p].tolist(), m.s[p].tolist(), n))
-    return fit_or_nan(*bt_counts(m.a[idx], m.b[idx], m.s[idx], n))
+    return replicate_strengths(*bt_counts(m.a[idx], m.b[idx], m.s[idx], n))
 
 
 def published_ratings(pairwise: pd.DataFrame, criterion: str, point: str = "mle",
@@ -269,12 +240,17 @@ def ranking_agreement(pairwise: pd.DataFrame, scores: pd.DataFrame,
     Returns
     -------
     pandas.DataFrame
-        :data:`RANKING_AGREEMENT_COLUMNS`; ``n_models`` counts the models both rank.
+        :data:`RANKING_AGREEMENT_COLUMNS`; ``n_models`` counts the models both rank. An
+        evaluator whose ranking cannot be compared (fewer than three models with both
+        battles and ``reference`` scores, groups of models that never met, strengths that
+        are infinite) keeps its rows with an empty ``tau`` and the cause in ``note``; a
+        sparse model that leaves some resamples without it does not empty the interval (each
+        resample ranks the models it rates).
 
     Raises
     ------
     DegenerateDataError
-        Fewer than three models with both battles and ``reference`` scores.
+        When no evaluator's tau can be computed (the notes joined).
 
     References
     ----------
@@ -285,31 +261,71 @@ def ranking_agreement(pairwise: pd.DataFrame, scores: pd.DataFrame,
         raise UserError("n_bootstrap >= 0 and 0 < confidence < 1 are needed")
     if not (scores["evaluator"] == reference).any():
         raise UserError(f"no {reference} score here: choose a human evaluator with scores")
-    published = published_ratings(pairwise, criterion, point, seed)
-    rows = []
-    for m in battles(pairwise, criterion):
-        sums, counts = _human_sums(m, scores, reference)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            human = sums.sum(0) / counts.sum(0)
-        n_models = int(np.isfinite(human).sum())
-        if n_models < 3:
-            raise DegenerateDataError(
-                f"{reference} scored {n_models} of the models {m.evaluator} compared: a ranking "
-                "agreement needs at least 3 models with both")
-        weights = cluster_weights(len(m.questions), n_bootstrap, pair_rng(seed, m.evaluator))
-        for ranking in RANKINGS:
-            table = published[ranking]
-            rating = table[table["evaluator"] == m.evaluator].set_index("model")["value"]
-            tau = _tau(rating.reindex(m.models).to_numpy(float), human)
-            low = high = np.nan
-            if n_bootstrap:
-                rng = pair_rng(seed, m.evaluator, criterion, ranking)
-                with np.errstate(invalid="ignore", divide="ignore"):  # a model's human drawn 0x
-                    boot = np.array([_tau(_ratings(m, ranking, resample_indices(m.clusters, w),
-                                                   rng, point),
-                                          (w @ sums) / (w @ counts)) for w in weights])
-                low, high = percentile_ci(boot, confidence, f"tau of {ranking} vs {reference}")
-            rows.append((m.evaluator, criterion, ranking, reference, n_models,
-                         len(m.questions), tau, low, high))
+    options = _AgreementOptions(reference, criterion, n_bootstrap, seed, confidence, point)
+    rows = [row for m in battles(pairwise, criterion)
+            for row in _agreement_rows(m, pairwise[pairwise["evaluator"] == m.evaluator],
+                                       scores, options)]
     out = pd.DataFrame(rows, columns=list(RANKING_AGREEMENT_COLUMNS))
+    if out["tau"].isna().all():
+        raise DegenerateDataError("no ranking agreement can be computed: "
+                                  + "; ".join(dict.fromkeys(out["note"])))
     return out.astype({"tau": "Float64", "ci_low": "Float64", "ci_high": "Float64"})
+
+
+class _AgreementOptions(NamedTuple):
+    reference: str
+    criterion: str
+    n_bootstrap: int
+    seed: int
+    confidence: float
+    point: str
+
+
+def _agreement_rows(m: Battles, own: pd.DataFrame, scores: pd.DataFrame,
+                    o: _AgreementOptions) -> list[tuple[object, ...]]:
+    """One evaluator's rows of :func:`ranking_agreement` (``own``: its judgments): tau with
+    its interval, or empty cells and the cause in ``note``."""
+    sums, counts = _human_sums(m, scores, o.reference)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        human = sums.sum(0) / counts.sum(0)
+    n_models = int(np.isfinite(human).sum())
+
+    def row(ranking: str, tau: float = np.nan, low: float = np.nan, high: float = np.nan,
+            note: str = "") -> tuple[object, ...]:
+        return (m.evaluator, o.criterion, ranking, o.reference, n_models, len(m.questions), tau,
+                low, high, note)
+
+    if n_models < 3:
+        return [row(r, note=f"{o.reference} scored {n_models} of the models {m.evaluator} "
+                            "compared: a ranking agreement needs at least 3 models with both")
+                for r in RANKINGS]
+    if len(comparison_groups(m.a, m.b, len(m.models))) > 1:
+        return [row(r, note=f"{m.evaluator}'s comparison graph is disconnected (groups of "
+                            "models never met): its ratings have no common scale, so no one "
+                            "ranking to compare; see export elo --source pairwise")
+                for r in RANKINGS]
+    try:
+        published = published_ratings(own, o.criterion, o.point, o.seed)
+    except DegenerateDataError as exc:
+        return [row(r, note=str(exc)) for r in RANKINGS]
+    weights = cluster_weights(len(m.questions), o.n_bootstrap, pair_rng(o.seed, m.evaluator))
+    rows = []
+    for ranking in RANKINGS:
+        rating = published[ranking].set_index("model")["value"]
+        tau = _tau(rating.reindex(m.models).to_numpy(float), human)
+        low = high = np.nan
+        note = ""
+        if o.n_bootstrap:
+            rng = pair_rng(o.seed, m.evaluator, o.criterion, ranking)
+            with np.errstate(invalid="ignore", divide="ignore"):  # a model's human drawn 0x
+                boot = np.array([_tau(_ratings(m, ranking, resample_indices(m.clusters, w),
+                                               rng, o.point),
+                                      (w @ sums) / (w @ counts)) for w in weights])
+            try:
+                low, high = percentile_ci(boot, o.confidence, "tau")
+            except DegenerateDataError:
+                note = (f"no interval: tau is undefined in {np.isnan(boot).mean():.0%} of the "
+                        f"{o.n_bootstrap} question resamples (fewer than 3 models rated there, "
+                        "or every model rated alike)")
+        rows.append(row(ranking, tau, low, high, note))
+    return rows

@@ -33,7 +33,12 @@ def app(bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
 def test_battle_judge_tables_match_the_cli(app: AppTest, bundled_sqlite: str,
                                            tmp_path: Path) -> None:
     assert not app.exception
-    assert messages(app) == {"error": [], "warning": [], "info": []}
+    shown = messages(app)
+    assert shown["error"] == [] and shown["info"] == []
+    # the fake judge's verdicts come from a hash: it keeps its verdict under a swap of the
+    # answers about one time in three, and the page says so above the ratings
+    assert len(shown["warning"]) == 1
+    assert shown["warning"][0].startswith("Position consistency of battle: 0.37 of 390")
     assert app.selectbox(key="battles.judge").options == ["battle", "cream"]
     assert app.radio(key="battles.criterion").options == ["verdict"]
     assert len(app.get("plotly_chart")) == 4  # win matrix, Elo, Bradley-Terry, win rate
@@ -71,3 +76,29 @@ def test_no_pairwise_judgment_is_a_warning(bundled_sqlite: str,
     app = open_page(bundled_sqlite, monkeypatch, "battles")
     assert not app.exception
     assert any("no pairwise judgment matches" in w.value for w in app.warning)
+
+
+def test_a_judge_that_always_answers_a_is_flagged_above_the_ratings(
+        bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A loopback judge answering [[A]] to every battle: the page warns with its position
+    consistency (0.00) above the ratings, the ratings show no zero-width interval but the
+    cause, and the downloads still equal the CLI's bytes."""
+    from elitr_core.backends.openai_backend import OpenAIBackend
+    from tests.elitr_core.backends.fake_openai_server import ServerScript, running_server
+
+    spec = PairwiseSpec(judge_model="scripted", style="battle", evaluator="always-a",
+                        models=MODELS, split="test2", setting="qa", mode="st")
+    with running_server(ServerScript(reply=lambda m: "[[A]]", exact_reply=True)) as server:
+        backend = OpenAIBackend("scripted", base_url=server.base_url, concurrency=16,
+                                max_retries=0)
+        pairwise_judge_run(get_engine(bundled_sqlite), spec, backend)
+    app = open_page(bundled_sqlite, monkeypatch, "battles")
+    assert not app.exception
+    warnings = messages(app)["warning"]
+    assert any("Position consistency of always-a: 0.00 of 390" in w for w in warnings)
+    for table in app.dataframe:
+        frame = table.value
+        if "strength" in frame.columns or "rating" in frame.columns:
+            assert frame["note"].str.contains("preferred the answer shown first").all()
+    assert download_bytes(app, "download.bradley-terry-pairwise-verdict.csv") == cli_export(
+        bundled_sqlite, "bradley-terry", tmp_path / "bt.csv", "--criterion", "verdict")

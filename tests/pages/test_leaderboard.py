@@ -194,3 +194,16 @@ def test_the_main_tables_means_come_first_so_they_fit_1366_px(bundled_sqlite: st
     app = open_page(bundled_sqlite, monkeypatch, "leaderboard")
     columns = list(app.dataframe[0].value.columns)
     assert columns[:4] == ["rank", "QA-st mean", "QA-mt mean", "Conv-mt mean"], columns
+
+
+def test_the_mean_column_is_explained_where_it_is_read(app: AppTest, bundled_sqlite: str) -> None:
+    """The mean column is the unweighted mean of the split means (GPT-3.5 QA-st by gpt-4:
+    7.2597, pooled 7.2509): the page's caption and the long table's caption say so."""
+    dev = _sql_mean(bundled_sqlite, "GPT-3.5", "dev", "qa", "st", "gpt-4")
+    test2 = _sql_mean(bundled_sqlite, "GPT-3.5", "test2", "qa", "st", "gpt-4")
+    board = app.dataframe[0].value
+    assert board.loc["GPT-3.5", "QA-st mean"] == pytest.approx((dev + test2) / 2)
+    explained = "the unweighted mean of the dev and test2 means"
+    assert any(explained in c.value for c in app.caption)
+    long = open_tab(app, SECTION, "Long table")
+    assert sum(explained in c.value for c in long.caption) == 2

@@ -109,9 +109,15 @@ def test_untestable_pairs_keep_their_row_with_a_note() -> None:
     assert skipped == {"B": result.loc["B", "note"], "C": result.loc["C", "note"]}
 
 
-def test_nothing_testable_raises() -> None:
-    with pytest.raises(DegenerateDataError, match="need 2 each"):
-        lost_in_middle(frame(middle_frame([5.0], [4.0, 6.0])))
+def test_nothing_testable_keeps_its_documented_row() -> None:
+    """One model that cannot be tested is a row with empty t and p and its cause, not an
+    error (it used to raise, although the README documents the row)."""
+    result = lost_in_middle(frame(middle_frame([5.0], [4.0, 6.0])))
+    assert len(result) == 1 and result["t"].isna().all() and result["p"].isna().all()
+    assert result["note"].iloc[0] == "1 middle and 2 other responses (need 2 each)"
+    constant = lost_in_middle(frame(middle_frame([7.0, 7.0], [7.0, 7.0, 7.0])))
+    assert constant["note"].tolist() == ["both groups have constant scores: Welch's t is "
+                                         "undefined"]
 
 
 def test_alpha_keeps_significant_rows_only() -> None:

@@ -106,10 +106,17 @@ def test_bootstrap_is_seeded_permutation_percentiles() -> None:
         elo(df, point="mean")
 
 
-def test_all_draws_leave_every_rating_at_initial() -> None:
+@pytest.mark.parametrize("point", ["mle", "median"])
+def test_all_draws_leave_every_rating_at_initial_without_a_zero_width_interval(
+        point: str) -> None:
+    """Every resample and every match order gives 1500: the interval [1500, 1500] would
+    claim a certainty the data do not give; it is empty and the note says why."""
     df = random_scores(6, ["A", "B", "C"], ["gpt-4"]).assign(score=5.0)
-    table = elo(df, n_bootstrap=5, initial=1500)
-    assert np.allclose(table[["rating", "ci_low", "ci_high"]].to_numpy(dtype=float), 1500)
+    table = elo(df, n_bootstrap=5, initial=1500, point=point)
+    assert np.allclose(table["rating"].to_numpy(dtype=float), 1500)
+    assert table["ci_low"].isna().all() and table["ci_high"].isna().all()
+    assert table["note"].str.startswith("no interval: every one of the 18 matches is a "
+                                        "tie").all()
 
 
 def test_elo_degenerate_inputs() -> None:

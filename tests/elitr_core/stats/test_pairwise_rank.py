@@ -161,24 +161,38 @@ def test_ranking_agreement_needs_three_models_with_humans() -> None:
         ranking_agreement(df, human_scores({"M1": 6.0}, 10), reference="silver-human")
 
 
-def test_a_model_that_almost_never_wins_gets_a_note_naming_it() -> None:
-    """Weak wins exactly one battle (question 7 of 20): a question resample leaves it out
-    with probability (1 - 1/20)^20 = 0.358, and there Weak's strength is infinite. The
-    table keeps the finite point estimates, leaves the intervals empty and names Weak, with
-    a share of resamples within 4 binomial standard errors of 0.358 (200 resamples)."""
+def test_a_model_that_almost_never_wins_loses_its_own_interval_only() -> None:
+    """Weak wins exactly one battle (question 7 of 20): a question resample leaves that
+    question out with probability (1 - 1/20)^20 = 0.358, and there Weak's strength is
+    infinite. Weak's interval is empty with a note giving the share of resamples that rate it
+    (within 4 binomial standard errors of 0.642, 200 resamples); A and B keep theirs (each
+    resample rates the models it can, shifted to their full-data mean)."""
     df = simulate({"A": 1.0, "B": 0.0, "Weak": -30.0}, 20, seed=4)
     weak_a = (df["model_a"] == "Weak") & (df["verdict"] == "a")
     weak_b = (df["model_b"] == "Weak") & (df["verdict"] == "b")
     assert not (weak_a | weak_b).any()  # -30: Weak never wins by chance
     first = df.index[(df["model_b"] == "Weak") & (df["question_id"] == "7")][0]
     df.loc[first, "verdict"] = "b"
-    out = pairwise_bradley_terry(df, n_bootstrap=200, seed=1)
-    assert list(out.columns) == list(BT_COLUMNS)
-    assert np.isfinite(out["strength"]).all() and out["ci_low"].isna().all()
-    note = out["note"].iloc[0]
-    assert out["note"].eq(note).all() and note.startswith("no interval")
-    share = float(note.split("Weak won or drew 1 time(s) in all (never in ")[1].split("%")[0])
-    expected = (1 - 1 / 20) ** 20
-    assert abs(share / 100 - expected) < 4 * np.sqrt(expected * (1 - expected) / 200) + 0.005
+    out = pairwise_bradley_terry(df, n_bootstrap=200, seed=1).set_index("model")
+    assert list(out.reset_index().columns) == list(BT_COLUMNS)
+    assert np.isfinite(out["strength"]).all()
+    assert out.loc["Weak", ["ci_low", "ci_high"]].isna().all()
+    for model in ("A", "B"):
+        row = out.loc[model]
+        assert row["ci_low"] < row["strength"] < row["ci_high"] and row["note"] == ""
+    note = out.loc["Weak", "note"]
+    assert note.startswith("no interval: Weak played on 20 question(s)")
+    share = float(note.split("finite rating in only ")[1].split("%")[0]) / 100
+    expected = 1 - (1 - 1 / 20) ** 20
+    assert abs(share - expected) < 4 * np.sqrt(expected * (1 - expected) / 200) + 0.005
+    # with a fourth model the ranking agreement keeps its interval too (each resample ranks
+    # the three or four models it rates; it used to refuse the whole table)
+    four = simulate({"A": 1.0, "B": 0.0, "C": -0.5, "Weak": -30.0}, 20, seed=4)
+    first = four.index[(four["model_b"] == "Weak") & (four["question_id"] == "7")][0]
+    four.loc[first, "verdict"] = "b"
+    humans = human_scores({"A": 7.0, "B": 6.0, "C": 5.0, "Weak": 2.0}, 20)
+    tau = ranking_agreement(four, humans, n_bootstrap=100)
+    assert tau["ci_low"].notna().all() and tau["note"].eq("").all()
+    assert tau["tau"].tolist() == pytest.approx([1.0, 1.0])
     fine = pairwise_bradley_terry(simulate({"A": 1.0, "B": 0.0}, 20, seed=4), n_bootstrap=50)
     assert fine["note"].eq("").all() and fine["ci_low"].notna().all()

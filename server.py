@@ -27,7 +27,7 @@ from starlette.routing import Route
 from elitr_core.annotation.proxies import ProxySetting, proxy_setting
 from elitr_core.annotation.sessions import COOKIE_NAME, check_logout_token, redeem_ticket, revoke
 from elitr_core.annotation.web_gate import WebGate
-from elitr_core.data.database import open_database, writing
+from elitr_core.data.database import get_engine, open_database, writing
 from elitr_core.errors import UserError
 
 
@@ -107,6 +107,16 @@ def _proxy_setting() -> ProxySetting:
         raise SystemExit(f"error: {exc}") from None
 
 
+def _pool_fits() -> None:
+    """On PostgreSQL, this replica's share of the server's connections (``ELITR_REPLICAS``,
+    ``db.engine.pool_plan``) is sized now; a share too small stops the server with the fix,
+    before any participant meets a full pool."""
+    try:
+        get_engine(os.environ.get("DATABASE_URL"))
+    except UserError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
 def _navigation_only() -> None:
     """Pages come from app.py's st.navigation only. Streamlit also treats a pages/ folder as
     the old multipage layout until some session has run app.py's st.navigation, so the first
@@ -119,6 +129,7 @@ def _navigation_only() -> None:
 
 _no_uvicorn_proxy_headers()
 _navigation_only()
+_pool_fits()
 os.environ["ELITR_SESSION_ROUTES"] = "1"  # pages/auth_ui.session_routes: the routes exist
 ROUTES = [Route("/session/start", session_start),
           Route("/session/end", session_end, methods=["GET", "POST"])]

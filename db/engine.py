@@ -15,6 +15,7 @@ from urllib.parse import quote
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.pool import NullPool
 from sqlmodel import create_engine, text
 
 from db.transaction import forget_engines
@@ -27,6 +28,12 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: default (5 + 10 overflow) made the 16th concurrent submit wait for a free connection, and
 #: threads woken in no fair order waited up to 22.9 s (bench/bench_annotation.py).
 POOL_OPTIONS: dict[str, Any] = {"pool_size": 20, "max_overflow": 40, "pool_timeout": 30}
+#: Replicas of the server on one PostgreSQL (deploy/): each replica's pool gets an equal share of
+#: the server's max_connections, less its reserved ones and SPARE_CONNECTIONS for the CLI, psql
+#: and backups; two replicas at 20 + 40 each could open 120 against PostgreSQL's default 100.
+REPLICAS_ENV = "ELITR_REPLICAS"
+SPARE_CONNECTIONS = 10
+MIN_CONNECTIONS = 5  # fewer per replica and a burst of submits would queue on the pool
 
 _ENGINES: dict[str, Engine] = {}
 _READ_ONLY: dict[Engine, str] = {}  # engine -> the file it reads
@@ -149,9 +156,59 @@ def get_engine(url: str | None = None) -> Engine:
             _READ_ONLY[engine] = str(parsed.database)
     else:
         engine = create_engine(resolved, pool_pre_ping=True, connect_args={"connect_timeout": 10},
-                               **POOL_OPTIONS)
+                               **{**POOL_OPTIONS, **_pool_for(resolved)})
     _ENGINES[resolved] = engine
     return engine
+
+
+def replicas(value: str | None = None) -> int:
+    """How many server replicas share the database (``ELITR_REPLICAS``, default 1)."""
+    text_value = (os.environ.get(REPLICAS_ENV, "") if value is None else value).strip() or "1"
+    if not text_value.isdigit() or int(text_value) < 1:
+        raise UserError(f"{REPLICAS_ENV} must be a whole number of server replicas (1 or more), "
+                        f"not {text_value!r}")
+    return int(text_value)
+
+
+def pool_plan(max_connections: int, reserved: int, replicas: int) -> dict[str, int]:
+    """One replica's pool (``pool_size``, ``max_overflow``): an equal share of what PostgreSQL
+    allows, at most the single-server pool (``POOL_OPTIONS``).
+
+    Raises
+    ------
+    UserError
+        When a share would be under ``MIN_CONNECTIONS``, naming the max_connections needed.
+    """
+    share = (max_connections - reserved - SPARE_CONNECTIONS) // replicas
+    if share < MIN_CONNECTIONS:
+        needed = replicas * MIN_CONNECTIONS + reserved + SPARE_CONNECTIONS
+        raise UserError(
+            f"PostgreSQL allows {max_connections} connections ({reserved} reserved) and "
+            f"{replicas} server replicas need at least {MIN_CONNECTIONS} each plus "
+            f"{SPARE_CONNECTIONS} spare: set max_connections = {needed} or more in "
+            f"postgresql.conf and restart PostgreSQL, or run fewer replicas ({REPLICAS_ENV})")
+    total = POOL_OPTIONS["pool_size"] + POOL_OPTIONS["max_overflow"]
+    size = min(POOL_OPTIONS["pool_size"], share)
+    return {"pool_size": size, "max_overflow": min(total, share) - size}
+
+
+def _pool_for(url: str) -> dict[str, int]:
+    """This replica's pool on the PostgreSQL server at ``url`` (one short connection reads its
+    limits); the default pool when the server cannot be reached (``check_connection`` then
+    says why)."""
+    count = replicas()
+    probe = create_engine(url, poolclass=NullPool, connect_args={"connect_timeout": 10})
+    try:
+        with probe.connect() as connection:
+            row = connection.execute(text(
+                "SELECT current_setting('max_connections')::int, "
+                "current_setting('superuser_reserved_connections')::int + "
+                "coalesce(current_setting('reserved_connections', true)::int, 0)")).one()
+    except DBAPIError:
+        return {}
+    finally:
+        probe.dispose()
+    return pool_plan(int(row[0]), int(row[1]), count)
 
 
 def is_read_only(engine: Engine) -> bool:

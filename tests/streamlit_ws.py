@@ -142,11 +142,12 @@ class Session:
     async def open(cls, base_url: str, *, query: str = "", page: str = "",
                    cookies: Mapping[str, str] | None = None, origin: str | None = None,
                    headers: Mapping[str, str] | None = None, session_id: str = "",
-                   timeout: float = 120) -> Session:
+                   source: str | None = None, timeout: float = 120) -> Session:
         """Connect to ``base_url`` (http://host:port[/base]) and run the page once.
 
         ``origin`` defaults to the base URL's own (what a browser sends); ``session_id``
-        asks the server to resume that session (the browser's reconnect)."""
+        asks the server to resume that session (the browser's reconnect); ``source`` is the
+        local address to connect from (a participant's own address: 127.0.0.2, ...)."""
         parts = urlsplit(base_url)
         ws_url = f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}" \
                  f"{parts.path.rstrip('/')}/_stcore/stream"
@@ -156,10 +157,17 @@ class Session:
         protocols = ["streamlit", "xsrf", session_id] if session_id else ["streamlit"]
         socket = await connect(ws_url, subprotocols=protocols,  # type: ignore[arg-type]
                                origin=origin or f"{parts.scheme}://{parts.netloc}",  # type: ignore[arg-type]
-                               additional_headers=extra, max_size=None, open_timeout=timeout)
+                               additional_headers=extra, max_size=None, open_timeout=timeout,
+                               local_addr=(source, 0) if source else None)
         session = cls(socket, base_url, query, page)
         await session.rerun(timeout=timeout)
         return session
+
+    @property
+    def response_headers(self) -> Mapping[str, str]:
+        """The headers of the server's answer to the WebSocket handshake."""
+        response = self._socket.response
+        return dict(response.headers) if response is not None else {}
 
     async def __aenter__(self) -> Session:
         return self

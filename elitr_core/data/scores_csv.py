@@ -58,6 +58,9 @@ def import_scores_csv(session: Session, path: Path, report: ImportReport, *,
         for first_line, count, cells in _batches(path):
             staging.write(resolver.resolve(checker.check_table(cells, count, first_line),
                                            first_line))
+        if not staging.rows:  # as an archive without benchmark files is refused
+            raise DataFileError(path, "holds no scores, only its header: add the rows "
+                                      "(one score a line) or pass the file that has them")
         duplicate = staging.first_duplicate()
         if duplicate is not None:
             raise _duplicate_error(path, checker, *duplicate)

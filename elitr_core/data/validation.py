@@ -92,6 +92,24 @@ def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         raise DataFileError(path, f"not UTF-8 text ({exc}): save it as UTF-8") from None
 
 
+#: compression methods Python's zipfile reads (stored, deflate, bzip2, lzma)
+_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+_WINZIP_AES = 99
+
+
+def _check_method(info: zipfile.ZipInfo, where: object) -> None:
+    """Refuse a member this program cannot read for what it is, before any password is tried
+    (zipfile would fail on an AES member with "Bad password", which is not the cause)."""
+    if info.compress_type == _WINZIP_AES or info.flag_bits & 0x40:  # 0x40: strong encryption
+        raise DataFileError(where, f"{info.filename} is AES-encrypted, which this program "
+                                   "cannot read: re-create the archive with standard ZIP "
+                                   "encryption (zip -e) or none")
+    if info.compress_type not in _METHODS:
+        raise DataFileError(where, f"{info.filename} uses ZIP compression method "
+                                   f"{info.compress_type}, which this program cannot read: "
+                                   "re-create the archive with deflate (zip's default)")
+
+
 def read_member(
     archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, where: object, budget: list[int],
     password: bytes | None = None,
@@ -102,6 +120,7 @@ def read_member(
     declared size is checked before anything is decompressed; the real size while streaming,
     so a member whose header lies is refused after at most ``MAX_FILE_BYTES`` too.
     """
+    _check_method(info, where)
     limit = min(MAX_FILE_BYTES, budget[0])
     if info.file_size > limit:
         raise DataFileError(
@@ -243,10 +262,24 @@ def refuse_duplicates(entries: Iterable[tuple[Hashable, str]], *, path: object,
         seen[key] = place
 
 
+#: how a ZIP file starts: a member's local header, or the end record of an empty archive
+_ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")
+
+
 def open_archive(path: Path) -> zipfile.ZipFile:
-    """A ZIP archive from a checked path (an archive may be larger than one JSON file)."""
+    """A ZIP archive from a checked path (an archive may be larger than one JSON file).
+
+    Python's zipfile finds an archive by its end record and reads past anything before it, so
+    a JSON document with a ZIP appended would be imported as the ZIP: a file that does not
+    start as a ZIP is refused, whatever its name.
+    """
     readable_file(path, max_bytes=MAX_ARCHIVE_BYTES)
     try:
+        with path.open("rb") as handle:
+            start = handle.read(4)
+        if not start.startswith(_ZIP_STARTS):
+            raise DataFileError(path, "not a ZIP archive: it does not start as one (another "
+                                      "file with a ZIP appended?); pass the archive itself")
         return zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise DataFileError(path, f"not a readable ZIP archive ({exc})") from None

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import math
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -54,7 +55,9 @@ def _csv_cell(value: Any) -> str:
     Only text is escaped (a model name ``=HYPERLINK(...)``); numbers such as ``-0.5`` are
     written as they are.
     """
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+    # NFKC: a full-width or small form (＝SUM(A1), ﹢, ＠) is read as its ASCII twin
+    if isinstance(value, str) and unicodedata.normalize("NFKC", value[:1]).startswith(
+            FORMULA_STARTS):
         return "'" + value
     return _format_number(value)
 

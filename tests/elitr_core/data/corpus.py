@@ -487,5 +487,27 @@ for label, args, expected in [
     case(f"option: {label}", {}, expected, argv=cli(*args))
 
 
+# --- issue 27 item 11: archives and CSVs judged by what they are, not their names -----------
+def _with_method(archive: bytes, method: int, flags: int = 0) -> bytes:
+    """``archive`` with its (one) member's compression method and flag bits rewritten in the
+    local and the central header, as WinZip (AES: 99) or a newer zip (zstd: 93) writes."""
+    data = bytearray(archive)
+    for signature, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.index(signature) + offset
+        data[at:at + 2] = (int.from_bytes(data[at:at + 2], "little") | flags).to_bytes(2, "little")
+        data[at + 2:at + 4] = method.to_bytes(2, "little")
+    return bytes(data)
+
+
+_ONE_MEMBER = zipped([(RESPONSES_DEV, dump(responses("dev")))])
+case("JSON with a ZIP appended, named .zip", {"elitr-bench.zip": dump(responses("dev")) +
+                                              _ONE_MEMBER}, "does not start as one")
+case("ZIP member AES-encrypted", {"elitr-bench.zip": _with_method(_ONE_MEMBER, 99, 1)},
+     "AES-encrypted")
+case("ZIP member of compression method 93 (zstd)", {"elitr-bench.zip": _with_method(
+    _ONE_MEMBER, 93)}, "compression method 93")
+case("scores CSV of only its header", {SCORES_CSV: csv_file()}, "holds no scores")
+
+
 # --- the CLI's error boundary: its cases live with its tests ---------------------------------
 from tests.elitr_core.cli import boundary_cases  # noqa: E402,F401  (appends its cases)

@@ -114,10 +114,12 @@ def test_a_line_without_an_end_is_not_read_whole(sqlite_url: str, tmp_path: Path
         _import(sqlite_url, path)
 
 
-def test_a_header_only_file_imports_nothing(sqlite_url: str, tmp_path: Path) -> None:
+def test_a_header_only_file_is_refused(sqlite_url: str, tmp_path: Path) -> None:
+    """Like an archive without benchmark files (issue 27 item 11), not "0 scores"."""
     small_db.build(sqlite_url, scores=False)
     path = tmp_path / "empty.csv"
     path.write_text(HEADER + "\n\n")
     before = snapshot(sqlite_url)
-    assert _import(sqlite_url, path).counts["scores"] == 0
+    with pytest.raises(DataFileError, match="holds no scores, only its header"):
+        _import(sqlite_url, path)
     assert snapshot(sqlite_url) == before

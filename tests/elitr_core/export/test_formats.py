@@ -76,6 +76,14 @@ def test_csv_neutralises_formulas_in_text_cells_only() -> None:
     assert render(pd.DataFrame({"m": [HOSTILE[-1]]}), "csv") == "m\n\"'\rCR\"\n"
 
 
+@pytest.mark.parametrize("text", ["\uff1dSUM(A1)", "\ufe66SUM(A1)", "\uff0b1+2", "\ufe622",
+                                  "\uff20SUM(A1)"])
+def test_full_width_and_small_formula_starts_are_neutralised(text: str) -> None:
+    """Issue 27 item 11: a spreadsheet reads ＝SUM(A1) (full-width equals) as =SUM(A1)."""
+    rows = list(csv.reader(io.StringIO(render(pd.DataFrame({"model": [text]}), "csv"))))
+    assert rows[1] == ["'" + text]
+
+
 def test_csv_quotes_cells_with_line_breaks() -> None:
     texts = ["a\rb", "c\nd", "e\r\nf", 'say "hi"\r', "plain", "", "x,y", '"q"']
     frame = pd.DataFrame({"text": texts, "score": [0.5, None, 2.0, -1.0, 3.0, 4.0, 5.0, 6.0]})

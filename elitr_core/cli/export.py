@@ -23,6 +23,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from elitr_core.export.pairwise import PAIRWISE_TABLES, build_pairwise_table
     from elitr_core.export.tables import build_table
 
+    if args.table == "benchmark":
+        return export_benchmark(args)
     engine = open_database(args.db, write=False)
     flt = score_filter(args)
     pairwise = args.table in PAIRWISE_TABLES or (args.table == "elo" and args.source == "pairwise")
@@ -40,6 +42,41 @@ def cmd_export(args: argparse.Namespace) -> int:
     name = "elo-pairwise" if pairwise and args.table == "elo" else args.table
     write(render(frame, args.format, name), args.out)
     return 0
+
+
+def export_benchmark(args: argparse.Namespace) -> int:
+    """``export benchmark --format jsonl``: the questions as the lm-evaluation-harness task
+    reads them (single-turn, the benchmark's prompts, transcripts from the database)."""
+    from elitr_core.data.database import open_database, reading
+    from elitr_core.export.formats import write
+    from elitr_core.integrations.items import benchmark_items, jsonl_text
+
+    if args.format != "jsonl":
+        raise UserError("export benchmark writes --format jsonl (one question a line)")
+    with reading(open_database(args.db, write=False)) as session:
+        items = benchmark_items(
+            session, split=args.split or "test2", setting=args.setting or "qa",
+            mode=args.mode or "st", meetings=tuple(args.meetings or ()),
+            language=args.language, length_instruction=args.length_instruction,
+            system_prompt=args.system_prompt, qa_markers=args.qa_markers)
+    write(jsonl_text(items), args.out)
+    return 0
+
+
+def benchmark_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of ``export benchmark`` (the questions for lm-evaluation-harness)."""
+    from elitr_core.vocab import LANGUAGES
+
+    g = p.add_argument_group("benchmark (--format jsonl: the questions for "
+                             "elitr_core/integrations/lm_eval/elitr_bench.yaml)")
+    g.add_argument("--meeting", "--meetings", dest="meetings", action=ListOption,
+                   metavar="ID", help=f"only these meetings ({SEVERAL})")
+    g.add_argument("--language", choices=LANGUAGES, default="en")
+    g.add_argument("--length-instruction", action="store_true",
+                   help="add \"Answer this question with N words.\" (the LIE option)")
+    g.add_argument("--qa-markers", action="store_true", help="QUESTION: ... ANSWER:")
+    g.add_argument("--system-prompt", action="store_true",
+                   help="the answer prompt in the rows' system field, not in prompt")
 
 
 def audit_options(args: argparse.Namespace) -> Any:
@@ -91,7 +128,7 @@ def register(sub: Any) -> None:
     """Add ``export`` and ``metrics`` to the CLI's subparsers."""
     from elitr_core.vocab import PAIRWISE_TABLES, TABLE_NAMES
 
-    names = (*TABLE_NAMES, *PAIRWISE_TABLES)
+    names = (*TABLE_NAMES, *PAIRWISE_TABLES, "benchmark")
     p = sub.add_parser(
         "export",
         help="export a table (CSV, JSON or LaTeX)",
@@ -111,6 +148,7 @@ def register(sub: Any) -> None:
     p.add_argument("--group", action="append", metavar="NAME=MODEL,MODEL",
                    help="breakdown: a model family, e.g. GPT=GPT-4,GPT-3.5 (repeat for several)")
     audit_arguments(p)
+    benchmark_arguments(p)
     p.add_argument("--source", choices=["scores", "pairwise"], default="scores",
                    help="elo: from per-question score matches (default) or pairwise judgments")
     p.add_argument("--elo", choices=["mle", "median", "order"], default="mle",
@@ -120,7 +158,8 @@ def register(sub: Any) -> None:
     p.add_argument("--baseline", metavar="MODEL", help="winrate: the model battled against")
     p.add_argument("--criterion", choices=["verdict", "completeness", "conciseness"],
                    help="pairwise tables: one criterion (default: each one the judges define)")
-    p.add_argument("--format", choices=["csv", "json", "latex"], default="csv")
+    p.add_argument("--format", choices=["csv", "json", "latex", "jsonl"], default="csv",
+                   help="jsonl: only for the benchmark table")
     p.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     p.set_defaults(handler=cmd_export)
 

@@ -51,6 +51,31 @@ class HarnessRun:
     dropped: set[str] = field(default_factory=set)
 
 
+def add_scores(run: HarnessRun, name: str, kind: str,
+               values: list[tuple[str, int, Any]]) -> None:
+    """Add a scorer's values (meeting, number, value; NaN and None: unscored) as the scores of
+    evaluator ``name``; a scorer with any value that is not a 1..10 score is left out as a
+    whole and listed in ``run.skipped``."""
+    import math
+
+    from elitr_core.data.fields import score_number
+
+    if name in run.dropped:
+        return
+    try:
+        checked = [(m, n, score_number(v)) for m, n, v in values
+                   if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    except ValueError:  # pydantic's refusal of a score is a ValueError
+        run.scores.pop(name, None)
+        run.dropped.add(name)
+        run.skipped.append(f"{run.source}: scorer {name} not imported (its values are not "
+                           "scores on the 1..10 scale)")
+        return
+    run.scores.setdefault(name, []).extend(checked)
+    description = f"{BACKENDS[run.backend]} scorer {name}"
+    run.evaluators.setdefault(name, (kind, description))
+
+
 def require(module: str, package: str, what: str) -> ModuleType:
     """``module`` imported, or one line naming the package to install."""
     try:

@@ -10,12 +10,11 @@ than questions, is refused always.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from elitr_core.errors import DataFileError
-from elitr_core.integrations.harness import HarnessAnswer, HarnessRun, require
+from elitr_core.integrations.harness import HarnessAnswer, HarnessRun, add_scores, require
 from elitr_core.integrations.items import parse_item_id
 
 TASK_NAME = "elitr_bench"  # inspect_task.TASK_NAME (that module imports inspect_ai)
@@ -123,29 +122,13 @@ def _why(sample: Any) -> str:
 def _read_score(run: HarnessRun, name: str, score: Any, meeting: str,
                 numbers: list[int]) -> None:
     """A scorer's score: per question from the task judge's ``metadata["scores"]``, else the
-    sample's numeric value for its one question; a scorer with any value off the 1..10 scale
-    is skipped as a whole (and listed)."""
-    from elitr_core.data.fields import score_number
-
+    sample's value for its one question (``harness.add_scores`` checks them)."""
     per_question = (score.metadata or {}).get("scores")
     if isinstance(per_question, dict):
-        values = [(int(k), v) for k, v in per_question.items() if str(k).isdigit()]
-        values = [(n, v) for n, v in values if v is not None and n in numbers]
+        values = [(meeting, int(k), v) for k, v in per_question.items()
+                  if str(k).isdigit() and int(k) in numbers]
     elif len(numbers) == 1:
-        values = [(numbers[0], score.value)]
+        values = [(meeting, numbers[0], score.value)]
     else:
         values = []
-    if name in run.dropped:
-        return
-    try:
-        checked = [(n, score_number(v)) for n, v in values
-                   if not (isinstance(v, float) and math.isnan(v))]
-    except Exception:
-        run.scores.pop(name, None)
-        run.dropped.add(name)
-        run.skipped.append(f"{run.source}: scorer {name} not imported (its values are not "
-                           "scores on the 1..10 scale)")
-        return
-    run.scores.setdefault(name, []).extend((meeting, n, v) for n, v in checked)
-    kind = "llm" if name == JUDGE_SCORER else "metric"
-    run.evaluators.setdefault(name, (kind, f"inspect_ai scorer {name}"))
+    add_scores(run, name, "llm" if name == JUDGE_SCORER else "metric", values)

@@ -106,3 +106,23 @@ def _references(session: Session, spec: GenerationSpec) -> dict[tuple[str, int],
         t = translated.get((qid, spec.language))
         out[key] = (t.reference if t is not None and t.reference else reference)
     return out
+
+
+def jsonl_text(items: list[BenchmarkItem]) -> str:
+    """The single-turn items as JSON Lines, one question a line: what the lm-evaluation-harness
+    task (``integrations/lm_eval/elitr_bench.yaml``) reads. ``prompt`` is the one user turn
+    (answer prompt, transcript and question); ``system`` the system prompt, if any."""
+    import json
+
+    lines = []
+    for item in items:
+        if len(item.turns) != 1:
+            raise UserError("the JSONL export holds single-turn questions (lm-evaluation-"
+                            "harness asks one question at a time): use --mode st")
+        lines.append(json.dumps({
+            "id": item.id, "meeting": item.meeting, "question": item.questions[0],
+            **{k: item.metadata[k] for k in ("split", "setting", "mode", "language")},
+            "system": "".join(str(m["content"]) for m in item.history),
+            "prompt": item.turns[0], "reference": item.references[0],
+        }, ensure_ascii=False))
+    return "".join(line + "\n" for line in lines)

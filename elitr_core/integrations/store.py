@@ -33,7 +33,7 @@ def is_harness_file(path: Path) -> bool:
     an inspect_ai log, or an lm-evaluation-harness ``samples_*.jsonl``."""
     from elitr_core.integrations.inspect_logs import is_inspect_log
 
-    return is_inspect_log(path)
+    return is_inspect_log(path) or path.suffix.lower() == ".jsonl"
 
 
 def read_harness_file(path: Path, *, partial: bool = False) -> HarnessRun:

@@ -48,3 +48,24 @@ def test_items_are_the_conversations_generate_asks(bundled_sqlite: str) -> None:
     first = [q for q in questions(bundled_sqlite) if q[1] == MEETINGS[0]][0]
     messages = single_turn_messages(transcript_of(MEETINGS[0]), first[3], qa_markers=True)
     assert [*st[0].history, {"role": "user", "content": st[0].turns[0]}] == messages
+
+
+def test_benchmark_jsonl_is_single_turn(bundled_sqlite: str, tmp_path: object,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from elitr_core.cli.main import main
+
+    set_transcripts(bundled_sqlite)
+    base = ["export", "benchmark", "--split", "test2", "--meetings", MEETINGS[1],
+            "--db", bundled_sqlite]
+    assert main([*base, "--format", "jsonl", "--length-instruction"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["id"] for line in lines] == [f"{MEETINGS[1]}/q{n}" for n in range(1, 17)]
+    assert lines[0]["prompt"].startswith("The following is the transcript")
+    assert "Answer this question with" in lines[0]["prompt"]
+    assert {line["mode"] for line in lines} == {"st"} and lines[0]["reference"]
+    assert main([*base, "--format", "jsonl", "--mode", "mt"]) == 2
+    assert "use --mode st" in capsys.readouterr().err
+    assert main([*base, "--format", "csv"]) == 2
+    assert "writes --format jsonl" in capsys.readouterr().err

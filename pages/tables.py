@@ -16,13 +16,14 @@ import pandas as pd
 import streamlit as st
 
 from elitr_core.export.display import (
+    MISSING,
+    STYLE_CELL_LIMIT,
     column_widths,
     empty_notes,
-    interval_columns,
-    interval_label,
     ordered_columns,
     printf_formats,
     styled,
+    with_interval_texts,
 )
 from pages.text import md
 
@@ -40,20 +41,23 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
     selection event is returned (``event.selection.rows``). ``column_config`` adds Streamlit
     column settings (a progress bar, say) to the number formats.
 
-    So that a table fits a 1366 px screen, an interval shows as one column, ``[low, high]``
-    (the low column carries the text and sorts by the low bound; the high one is not drawn),
+    So that a table fits a 1366 px screen, an interval shows as one text column, ``[low, high]``
+    (``display.with_interval_texts``; the grid's own CSV download writes it whole, and a
+    missing cell empty, where the grid shows an en dash),
     a ``note`` column without a note is not drawn, and a short
     ``reference`` (an evaluator's name, not an answer) is not drawn wide. Every other column is
     as wide as its longest shown text and its header (``display.column_widths``; the grid
     would measure its first rows only and cut "completeness" further down), a free text at
     most 400 px. The frame keeps every column (tests and downloads read them)."""
-    data = styled(frame)
-    intervals = interval_columns(frame) if data is not frame else {}
-    low_of = {high: low for low, high in intervals.items()}
-    keys = list(dict.fromkeys(low_of.get(k, k) for k in keys))
-    hidden = set(low_of) | set(empty_notes(frame))
-    first, rest = ([c for c in part if c not in hidden]
-                   for part in ordered_columns(frame, keys))
+    shown, intervals = with_interval_texts(frame) if frame.size <= STYLE_CELL_LIMIT \
+        else (frame, {})
+    data = styled(shown)
+    label_of = {bound: label for label, bounds in intervals.items() for bound in bounds}
+    keys = list(dict.fromkeys(label_of.get(k, k) for k in keys))
+    hidden = set(empty_notes(frame))
+    # each interval's text column takes its low bound's place; both bounds stay in the frame
+    columns = [label_of.get(c, c) for c in map(str, frame.columns) if c not in hidden]
+    first, rest = ordered_columns(pd.DataFrame(columns=list(dict.fromkeys(columns))), keys)
     shown_columns = first + rest
     if keys and rest:
         with st.popover("Columns", icon=":material/view_column:"):
@@ -63,14 +67,12 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
     wide = [c for c in TEXT_COLUMNS if c in frame.columns
             and frame[c].astype(str).str.len().max() > LONG_TEXT]
     config: dict[str, Any] = {c: st.column_config.TextColumn(width="large") for c in wide}
-    if data is frame:  # no Styler: the browser formats the numbers
+    if data is shown:  # no Styler: the browser formats the numbers
         config.update({c: st.column_config.NumberColumn(format=f)
                        for c, f in printf_formats(frame).items()})
-    widths = column_widths(frame, [c for c in shown_columns if c not in wide],
-                           intervals=bool(intervals))
-    for low, high in intervals.items():
-        config[low] = st.column_config.Column(
-            label=interval_label(low),
+    widths = column_widths(shown, [c for c in shown_columns if c not in wide], intervals=False)
+    for label, (low, high) in intervals.items():
+        config[label] = st.column_config.TextColumn(
             help=md("{} to {} (both columns in the download)", low, high))
     config.update(column_config or {})
     for column, width in widths.items():  # unless the caller's settings give a width
@@ -80,7 +82,8 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
     options: dict[str, Any] = {"on_select": "rerun", "selection_mode": "single-row"} \
         if select else {}
     return st.dataframe(data, hide_index=not index, width="stretch", key=key,
-                        column_order=shown_columns, column_config=config, **options)
+                        column_order=shown_columns, column_config=config,
+                        placeholder=MISSING, **options)
 
 
 def selected_row(event: Any, frame: pd.DataFrame) -> pd.Series | None:

@@ -29,12 +29,14 @@ import re
 # open a block at the start of the text (headings, lists, quotes). Other punctuation ("." ","
 # "-" "(" ...) cannot start anything mid-line and is left as it is, so messages read the same in
 # the page source. GFM turns bare "http://..." and "www...." into links after escapes are
-# resolved, so no escape stops it: a word joiner (U+2060, invisible) goes before "://" and after
-# "www" instead.
+# resolved, so no escape stops it: such an address is shown as a code span instead, where
+# nothing is a link and a copied address is the address (an invisible word joiner inside it, as
+# before, broke the copy).
 _INLINE = re.compile(r"([\\`*_\[\]<>$~|&])")
 _BLOCK_START = re.compile(r"^(\s*)([#+=-]|\d+(?=[.)]))")
-_BARE_LINK = re.compile(r"(?i)(?<=[a-z0-9])(?=://)|(?<![\w.]www)(?<=www)(?=\.)")
-WORD_JOINER = "\u2060"
+#: a bare address, without the punctuation that ends a sentence or closes a bracket after it
+_BARE_LINK = re.compile(r"(?i)(?:(?<![\w.+-])[a-z][a-z0-9+.-]*://|(?<![\w.])www\.)"
+                        r"[^\s<>`]*[^\s<>`.,;:!?'\")\]]")
 
 class Markdown(str):
     """Text that is safe to render as Markdown: a constant template filled by :func:`md`,
@@ -48,8 +50,10 @@ def plain(value: object) -> Markdown:
         return value
     # a line break inside a label or paragraph would otherwise start a new Markdown block
     text = " ".join(str(value).splitlines())
-    text = _INLINE.sub(r"\\\1", text)
-    text = _BARE_LINK.sub(WORD_JOINER, text)
+    pieces = _BARE_LINK.split(text)  # the text around each bare address
+    links = [code_span(link) for link in _BARE_LINK.findall(text)]
+    text = "".join(_INLINE.sub(r"\\\1", piece) + (links[i] if i < len(links) else "")
+                   for i, piece in enumerate(pieces))
     start = _BLOCK_START.match(text)
     if start:  # "# x", "- x", "1. x" at the very start would be a heading or a list
         head = start.group(2)

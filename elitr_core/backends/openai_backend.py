@@ -55,8 +55,16 @@ OPENAI_API_URL = "https://api.openai.com/v1"
 LOCAL_API_KEY = "EMPTY"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 RETRY_AFTER_CAP_S = 300.0  # a server asking for more than 5 minutes is treated as down
+#: a 4xx status not listed: the URL answered, but not as an OpenAI-compatible API does
+#: (405 Method Not Allowed from a web page, 415 from another kind of API)
+NOT_OPENAI_ADVICE = ("check the base URL (it ends with /v1) and that an OpenAI-compatible "
+                     "server is there")
+EMPTY_BASE_URL = ("the base URL is empty: give the server's address, for example "
+                  "http://localhost:8000/v1 (or https://api.openai.com/v1 for OpenAI)")
 _ADVICE = {
     400: "the request was refused: check the decoding settings and that the conversation fits "
+    "the model's context window",
+    422: "the request was refused: check the decoding settings and that the conversation fits "
     "the model's context window",
     401: "check the API key (OPENAI_API_KEY)",
     403: "check the API key (OPENAI_API_KEY)",
@@ -148,6 +156,8 @@ class OpenAIBackend(Backend):
                 "openai backend: concurrency must be >= 1, max_retries >= 0, timeout > 0 and "
                 f"backoff_base >= 0 (got {concurrency}, {max_retries}, {timeout}, {backoff_base})"
             )
+        if base_url is not None and not base_url.strip():
+            raise UserError(EMPTY_BASE_URL)
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_URL).rstrip(
             "/"
@@ -295,7 +305,7 @@ class OpenAIBackend(Backend):
         elif status >= 500:
             advice = "the server is failing: check its logs, then resume the run"
         else:
-            advice = _ADVICE.get(status, _ADVICE[400])
+            advice = _ADVICE.get(status, NOT_OPENAI_ADVICE)
         return UserError(
             f"the server at {url} answered HTTP {status} ({error.message}) after {tries}: {advice}"
         )

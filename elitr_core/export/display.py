@@ -5,11 +5,12 @@
 - correlations, kappas, ICCs, alphas, taus and their CI bounds: 3 decimals;
 - scores, means, standard deviations, differences, MAE and the like: 2 decimals;
 - counts: integers with thousands separators;
-- a missing cell: an en dash;
+- a missing cell: an en dash (the grid's placeholder: the cell stays empty in the grid's own
+  CSV download);
 - a ``note`` column without a note: not shown;
-- an interval (``ci_low`` and ``ci_high``, or ``X_ci_low`` and ``X_ci_high``): one cell
-  ``[low, high]`` in its low column (:func:`interval_columns`), the high column hidden, so a
-  table with intervals stays narrow enough for a 1366 px screen;
+- an interval (``ci_low`` and ``ci_high``, or ``X_ci_low`` and ``X_ci_high``): one text column
+  ``[low, high]`` (:func:`with_interval_texts`) shown instead of both bounds, so a table with
+  intervals stays narrow enough for a 1366 px screen and the grid's CSV holds both bounds;
 - no negative zero: a number that rounds to zero shows as ``0.00``, never ``-0.00``;
 - each column as wide as its longest shown text and its header (:func:`column_widths`): the
   grid would size it from its first rows only and cut a longer value further down.
@@ -203,19 +204,22 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
-def _without_nulls(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame the grid sorts by: a missing number becomes -inf (it sorts last, and the grid
-    shows its display text, the en dash, instead of "None"), a missing text the en dash."""
-    raw = frame.copy()
-    for column in raw.columns:
-        values = raw[column]
-        if not values.isna().any():
-            continue
-        if number_kind(column, values) != "text":
-            raw[column] = values.astype("float64").fillna(-np.inf)
-        else:
-            raw[column] = values.astype(object).where(values.notna(), MISSING)
-    return raw
+def with_interval_texts(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str, str]]]:
+    """``frame`` with one text column per interval, ``[low, high]`` (:func:`interval_strings`),
+    named :func:`interval_label` (``ci``, ``human_ci``), and ``{label: (low, high)}``.
+
+    The grid's own "Download as CSV" writes each shown column's data, not its display text: a
+    number column showing ``[low, high]`` would export the low bound alone. A missing
+    interval is a null (the grid shows its placeholder, the en dash, and exports nothing).
+    An interval whose label is already a column of ``frame`` is left out."""
+    labels = {interval_label(low): (low, high) for low, high in interval_columns(frame).items()
+              if interval_label(low) not in frame.columns}
+    if not labels:
+        return frame, {}
+    texts = interval_strings(frame)
+    added = {label: [None if text == MISSING else text for text in texts[low]]
+             for label, (low, _high) in labels.items()}
+    return frame.assign(**added), labels
 
 
 def display_styler(frame: pd.DataFrame) -> Styler:
@@ -227,9 +231,10 @@ def display_styler(frame: pd.DataFrame) -> Styler:
     are replaced on the instance by a lookup in :func:`display_strings`.
     """
     shown = display_strings(frame)
-    raw = _without_nulls(frame)
-    styler = Styler(raw)
-    plain = raw.astype(str).to_numpy()
+    # nulls stay nulls: the grid shows its placeholder (the en dash, ``placeholder=MISSING``)
+    # and its own CSV download writes an empty cell, not -Infinity
+    styler = Styler(frame)
+    plain = frame.astype(str).to_numpy()
 
     def translate(*args: Any, **kwargs: Any) -> dict[str, Any]:
         # only the cells whose text differs from str(value): Streamlit starts from those
@@ -243,13 +248,11 @@ def display_styler(frame: pd.DataFrame) -> Styler:
 
 
 def styled(frame: pd.DataFrame) -> Styler | pd.DataFrame:
-    """``frame`` with its display strings (a Styler) when it has a missing cell, a p-value
-    column (``< .001`` is no printf format) or an interval, else the frame itself (shown with
-    :func:`printf_formats`)."""
-    if frame.size > STYLE_CELL_LIMIT or not frame.columns.is_unique or not (
-            frame.isna().to_numpy().any() or interval_columns(frame) or any(
-                is_p_column(c) and pd.api.types.is_numeric_dtype(frame[c])
-                for c in frame.columns)):
+    """``frame`` with its display strings (a Styler) when it has a p-value column (``< .001``
+    is no printf format), else the frame itself (shown with :func:`printf_formats`; a missing
+    cell is the grid's placeholder, :data:`MISSING`)."""
+    if frame.size > STYLE_CELL_LIMIT or not frame.columns.is_unique or not any(
+            is_p_column(c) and pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns):
         # the browser applies PRINTF: Streamlit's Styler path (2 ms a column) is not worth
         # paying
         return without_negative_zero(frame)

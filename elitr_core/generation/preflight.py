@@ -30,8 +30,13 @@ def check_job(session: Session, kind: str, options: Mapping[str, Any]) -> None:
         raise UserError("the hf backend needs a model path: fill in \"Model path (hf)\" (a "
                         "local folder or a Hugging Face model id)")
     if backend == "openai":
-        check_reachable(str(options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or
-                            "https://api.openai.com/v1"))
+        from elitr_core.backends.openai_backend import EMPTY_BASE_URL
+
+        base_url = str(options.get("base_url") or "").strip() or os.environ.get(
+            "OPENAI_BASE_URL", "")
+        if not base_url:  # not OpenAI's address in its place: the form's field was left empty
+            raise UserError(EMPTY_BASE_URL)
+        check_reachable(base_url)
     if kind == "generate":
         from elitr_core.generation.runs import GenerationSpec
         from elitr_core.generation.spec import load_work
@@ -59,4 +64,4 @@ def check_reachable(base_url: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     except OSError as exc:
         raise UserError(
             f"cannot reach the server at {public_url(base_url)} ({exc.strerror or exc}): start "
-            "it (e.g. `vllm serve MODEL --port 8000`) or correct the base URL") from None
+            "it (for example vLLM's server) or correct the base URL") from None

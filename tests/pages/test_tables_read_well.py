@@ -30,10 +30,10 @@ NUMBER = re.compile(r"^-?[\d,]*\.(\d+)$")
 NEGATIVE_ZERO = re.compile(r"(^|[\[\s])-0(\.0*)?($|[,\]\s])")
 
 
-def _printf(fmt: str | None, value: Any) -> str:
+def _printf(fmt: str | None, value: Any, placeholder: str = "None") -> str:
     """What the grid shows for a raw cell with this printf format (None: no format)."""
     if value is None or (isinstance(value, float) and value != value) or value is pd.NA:
-        return "None"  # the grid writes a null as "None"
+        return placeholder  # the grid writes a null as its placeholder, "None" by default
     if fmt is None:
         return str(value)
     return fmt % value
@@ -45,6 +45,7 @@ def shown_cells(element: Any) -> Iterator[tuple[str, str, str]]:
     proto = element.proto
     config = json.loads(proto.columns or "{}")
     display = None
+    placeholder = proto.placeholder if proto.HasField("placeholder") else "None"
     if proto.arrow_data.HasField("styler"):
         display = convert_arrow_bytes_to_pandas_df(proto.arrow_data.styler.display_values)
     for position, column in enumerate(raw.columns):
@@ -55,8 +56,7 @@ def shown_cells(element: Any) -> Iterator[tuple[str, str, str]]:
             if display is not None:
                 text = display.iat[row, position]
             if not text:
-                text = ("\u2013" if display is not None and value == float("-inf")
-                        else _printf(fmt, value))
+                text = _printf(fmt, value, placeholder)
             yield str(column), kind, str(text)
 
 

@@ -107,6 +107,29 @@ def test_client_errors_are_not_retried(server: FakeOpenAIServer) -> None:
     assert [r.status for r in server.records] == [401]
 
 
+@pytest.mark.parametrize("status", [405, 415])
+def test_a_server_that_is_not_openai_compatible_is_told_apart(
+        server: FakeOpenAIServer, status: int) -> None:
+    """A URL that answers, but not as an OpenAI-compatible API (a web server's 405 to a
+    POST): the advice is about the base URL, not the decoding settings (those are 400's)."""
+    server.script.failures = [status]
+    with pytest.raises(UserError) as caught:
+        complete(make_backend(server), meeting(1), GREEDY)
+    message = str(caught.value)
+    assert f"HTTP {status}" in message and "decoding" not in message
+    assert "check the base URL (it ends with /v1) and that an OpenAI-compatible server is there" \
+        in message
+
+
+@pytest.mark.parametrize("base_url", ["", "   "])
+def test_an_empty_base_url_is_refused_as_empty(base_url: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(UserError, match="the base URL is empty") as caught:
+        OpenAIBackend("m", base_url=base_url)
+    assert "cannot reach" not in str(caught.value)
+
+
 def test_dead_server_gives_user_error_with_url() -> None:
     with socket.socket() as sock:  # a port that was free and is now closed
         sock.bind(("127.0.0.1", 0))

@@ -25,6 +25,7 @@ from elitr_core.export.display import (
     printf_formats,
     styled,
     text_width_px,
+    with_interval_texts,
 )
 from elitr_core.export.formats import render, to_latex
 
@@ -59,10 +60,11 @@ def test_styled_cells_read_as_the_page_shows_them() -> None:
     cells = {cell["id"]: cell["display_value"] for row in body for cell in row}
     assert cells["row1_col1"] == MISSING and cells["row0_col3"] == "< .001"
     assert "row0_col0" not in cells  # text shown as is needs no display value
-    # the grid shows "None" for a null whatever its display text: nulls are replaced there
+    # a null stays a null (the grid shows its placeholder, the en dash, and its own CSV
+    # download writes an empty cell): never -inf, which that download wrote as "-Infinity"
     data = styled(frame).data  # type: ignore[union-attr]
-    assert data.loc[1, "r"] == -np.inf and data.loc[1, "model"] == MISSING
-    assert not data.isna().to_numpy().any()
+    assert data.loc[[1], ["r", "model"]].isna().all(axis=None)
+    assert not np.isinf(data.select_dtypes("number").to_numpy()).any()
 
 
 def test_large_frames_go_unstyled_and_key_columns_come_first() -> None:
@@ -70,7 +72,7 @@ def test_large_frames_go_unstyled_and_key_columns_come_first() -> None:
     big.loc[0, "x"] = np.nan
     assert styled(big) is big
     complete = _frame().dropna().drop(columns="p")
-    assert styled(complete) is complete  # nothing missing: the browser formats the numbers
+    assert styled(complete) is complete  # no p-value: the browser formats the numbers
     with_p = _frame().dropna()
     assert styled(with_p) is not with_p  # "< .001" is no printf format: display strings
     assert ordered_columns(_frame(), ["mean", "nope", "r"]) == (
@@ -113,7 +115,14 @@ def test_an_interval_reads_as_one_cell_with_its_bounds_precision() -> None:
     rows = display_strings(frame)
     assert rows[0][2] == "[7.00, 8.12]" and rows[0][3] == "8.12"  # the high column as before
     complete = frame.drop(columns="note").dropna()
-    assert len(complete) == 1 and styled(complete) is not complete  # intervals: display strings
+    assert len(complete) == 1 and styled(complete) is complete  # intervals: text columns
+    shown, labels = with_interval_texts(frame)
+    assert labels == {"human_ci": ("human_ci_low", "human_ci_high"), "ci": ("ci_low", "ci_high")}
+    # the grid's own CSV writes a column's data: the interval whole, a missing one empty
+    assert shown["human_ci"].fillna("").tolist() == ["[7.00, 8.12]", "[4.00, 6.00]", ""]
+    assert shown["ci"].fillna("").tolist() == ["[0.412, 0.612]", "", "[0.500, 0.800]"]
+    assert frame.columns.isin(shown.columns).all()  # both bounds stay (downloads read them)
+    assert with_interval_texts(frame.assign(ci="taken"))[1].keys() == {"human_ci"}
     assert interval_label("human_ci_low") == "human_ci" and interval_label("ci_low") == "ci"
     assert empty_notes(frame) == ["note"]  # no flags says something: that column stays
     assert empty_notes(frame.assign(note=["", "", "one bin"])) == []

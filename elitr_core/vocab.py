@@ -121,7 +121,8 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "ppi": (
         "split", "setting", "mode", "model", "n_labelled", "n_unlabelled", "judge_mean",
         "human_mean", "human_ci_low", "human_ci_high", "ppi_mean", "ppi_ci_low", "ppi_ci_high",
-        "ppipp_mean", "ppipp_ci_low", "ppipp_ci_high", "lambda", "note",
+        "ppipp_mean", "ppipp_ci_low", "ppipp_ci_high", "human_betting_ci_low",
+        "human_betting_ci_high", "lambda", "note",
     ),
     "ppi-budget": (
         "split", "setting", "mode", "model", "n_judged", "n_labelled", "half_width",

@@ -33,14 +33,16 @@ import numpy as np
 import pandas as pd
 
 from elitr_core.errors import DegenerateDataError, UserError
+from elitr_core.stats.betting import betting_interval
 from elitr_core.stats.intervals import (
     Estimate,
     check_interval,
+    piled_note,
     satterthwaite,
     with_interval,
 )
 from elitr_core.stats.pairs import GROUP_KEY, judge_human_table, nullable, z_quantile
-from elitr_core.vocab import EXPORT_COLUMNS
+from elitr_core.vocab import EXPORT_COLUMNS, SCORE_MAX, SCORE_MIN
 
 PPI_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["ppi"]
 """Columns of ``export ppi`` (architecture.md, export contract)."""
@@ -184,7 +186,7 @@ def _model_row(group: pd.DataFrame, confidence: float, interval: str) -> list[ob
     rest = group.loc[~labelled, "judge"].to_numpy(float)
     counts = [float(y.size), float(rest.size), float(group["judge"].mean())]
     if y.size < 2:  # no interval from fewer than two human scores
-        return [*counts, *[np.nan] * 10, too_few_human_note(y.size)]
+        return [*counts, *[np.nan] * 12, too_few_human_note(y.size)]
     estimates = [classical_mean(y, confidence, interval),
                  ppi_mean(y, yhat, rest, 1.0, confidence, interval)]
     tuned, lam = ppipp_mean(y, yhat, rest, confidence, interval)
@@ -193,8 +195,10 @@ def _model_row(group: pd.DataFrame, confidence: float, interval: str) -> list[ob
         # a zero-width interval (no variation in the sample) is left empty, the note says why
         wide = estimate.high > estimate.low
         cells += [estimate.mean, *((estimate.low, estimate.high) if wide else (np.nan,) * 2)]
-    note = constant_human_note(y, "zero-width intervals are left empty")
-    return [*counts, *cells, lam if rest.size else np.nan, note]
+    # bounded scores: this interval keeps its coverage where the t ones do not (intervals.py)
+    bounded = betting_interval(y, SCORE_MIN, SCORE_MAX, confidence)
+    note = constant_human_note(y, "zero-width intervals are left empty") or piled_note(y)
+    return [*counts, *cells, *map(float, bounded), lam if rest.size else np.nan, note]
 
 
 def ppi_table(df: pd.DataFrame, judge: str, human: str, confidence: float = 0.95,
@@ -222,6 +226,11 @@ def ppi_table(df: pd.DataFrame, judge: str, human: str, confidence: float = 0.95
         interval needs three) and ``note`` says so; an interval of zero width (every human
         score the same) is left empty with a note; with no
         unlabelled response PPI and PPI++ equal the human mean and ``lambda`` is empty.
+        ``human_betting_ci_low/high`` is the betting interval of the human mean for scores
+        bounded by 1..10 (:func:`~elitr_core.stats.betting.betting_interval`, always
+        ``confidence``-level, wider); the note says when the human scores are piled up at one
+        end of the scale, where the t intervals are not to be trusted
+        (:func:`~elitr_core.stats.intervals.piled_note`).
 
     References
     ----------

@@ -135,3 +135,14 @@ def test_ppi_notes_reach_the_page(app: AppTest) -> None:
     unlabelled = ppi[ppi["n_labelled"] == 0]
     assert len(unlabelled) == 6
     assert unlabelled["note"].eq("no human score for this model under the filters").all()
+
+
+def test_says_when_no_t_interval_is_to_be_trusted(app: AppTest) -> None:
+    """GPT-4's gold-human scores are piled up at 9-10 (82 of 130): its t intervals covered
+    0.92 or less in bench/bench_ppi_coverage.py, so the page says so and shows the betting
+    interval; LongAlpaca-7B's (41% at 1-2) is not flagged."""
+    warning = " ".join(messages(app)["warning"])
+    assert "1 model(s) have human scores piled up at one end of the scale" in warning
+    ppi = app.dataframe[0].value.set_index("model")
+    assert "82 of 130 human scores are 9-10" in ppi.loc["GPT-4", "note"]
+    assert "piled up" not in str(ppi.loc["LongAlpaca-7B", "note"])

@@ -25,6 +25,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.table == "benchmark":
         return export_benchmark(args)
+    if args.table == "dataset" or args.folder is not None:
+        return export_dataset(args)
     engine = open_database(args.db, write=False)
     flt = score_filter(args)
     pairwise = args.table in PAIRWISE_TABLES or (args.table == "elo" and args.source == "pairwise")
@@ -60,6 +62,26 @@ def export_benchmark(args: argparse.Namespace) -> int:
             language=args.language, length_instruction=args.length_instruction,
             system_prompt=args.system_prompt, qa_markers=args.qa_markers)
     write(jsonl_text(items), args.out)
+    return 0
+
+
+def export_dataset(args: argparse.Namespace) -> int:
+    """``export dataset DIR``: scores, responses, questions and studies as Parquet with a
+    dataset card (annotators pseudonymised)."""
+    from elitr_core.data.database import open_database, reading
+    from elitr_core.export.dataset import dataset_tables, write_dataset
+
+    if args.table != "dataset" or args.folder is None:
+        raise UserError("a folder goes with `export dataset DIR` only; other tables take "
+                        "--out FILE" if args.table != "dataset" else
+                        "export dataset needs the folder to write: export dataset DIR")
+    with reading(open_database(args.db, write=False)) as session:
+        tables = dataset_tables(session, score_filter(args))
+    written = write_dataset(tables, args.folder)
+    print(f"wrote {len(written)} files to {args.folder}: "
+          + ", ".join(f"{name} ({len(frame):,} rows)" if len(frame) else
+                      f"{name} (no row: left out)" for name, frame in tables.items())
+          + "; annotators pseudonymised")
     return 0
 
 
@@ -128,15 +150,20 @@ def register(sub: Any) -> None:
     """Add ``export`` and ``metrics`` to the CLI's subparsers."""
     from elitr_core.vocab import PAIRWISE_TABLES, TABLE_NAMES
 
-    names = (*TABLE_NAMES, *PAIRWISE_TABLES, "benchmark")
+    names = (*TABLE_NAMES, *PAIRWISE_TABLES, "benchmark", "dataset")
     p = sub.add_parser(
         "export",
-        help="export a table (CSV, JSON or LaTeX)",
-        description="Export one table of the export contract to stdout or --out.",
+        help="export a table (CSV, JSON, LaTeX, Parquet) or the scores as a dataset",
+        description="Export one table of the export contract to stdout or --out (Parquet: "
+        "--out only); `export dataset DIR` writes scores, responses, questions and studies "
+        "as Parquet with a dataset card (annotators pseudonymised; datasets.load_dataset(DIR) "
+        "opens it); `export benchmark --format jsonl` the questions for "
+        "lm-evaluation-harness.",
     )
     p.add_argument(
         "table", choices=names, metavar="TABLE", help="one of: " + ", ".join(names)
     )
+    p.add_argument("folder", nargs="?", metavar="DIR", help="dataset: the folder to write")
     db_option(p)
     filter_options(p)
     p.add_argument(
@@ -158,8 +185,8 @@ def register(sub: Any) -> None:
     p.add_argument("--baseline", metavar="MODEL", help="winrate: the model battled against")
     p.add_argument("--criterion", choices=["verdict", "completeness", "conciseness"],
                    help="pairwise tables: one criterion (default: each one the judges define)")
-    p.add_argument("--format", choices=["csv", "json", "latex", "jsonl"], default="csv",
-                   help="jsonl: only for the benchmark table")
+    p.add_argument("--format", choices=["csv", "json", "latex", "parquet", "jsonl"],
+                   default="csv", help="parquet: with --out; jsonl: the benchmark only")
     p.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     p.set_defaults(handler=cmd_export)
 

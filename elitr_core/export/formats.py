@@ -21,7 +21,7 @@ import pandas as pd
 from elitr_core.errors import UserError, os_message
 from elitr_core.vocab import EXPORT_COLUMNS
 
-FORMATS = ("csv", "json", "latex")
+FORMATS = ("csv", "json", "latex", "parquet")
 
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP CSV injection).
@@ -147,14 +147,52 @@ def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | No
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[pd.DataFrame], str]] = {
+def arrow_table(frame: pd.DataFrame) -> Any:
+    """``frame`` as a pyarrow table whose types say what the JSON export writes: an integer
+    column (nullable ``Int64`` too) stays int64, a float column float64 with NaN and
+    infinities as null (JSON's null), a text column string; missing values are nulls."""
+    import pyarrow as pa
+
+    arrays, fields = [], []
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_bool_dtype(column.dtype):
+            kind = pa.bool_()
+        elif pd.api.types.is_integer_dtype(column.dtype):
+            kind = pa.int64()
+        elif pd.api.types.is_float_dtype(column.dtype):
+            kind = pa.float64()
+            column = column.where(np.isfinite(column.astype("float64")), np.nan)
+        else:
+            values = column.astype(object).where(column.notna(), None)
+            kinds = {type(v) for v in values if v is not None}
+            kind = pa.string() if kinds <= {str} else None
+            column = values
+        array = pa.array(column, type=kind, from_pandas=True)
+        arrays.append(array)
+        fields.append(pa.field(str(name), array.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def to_parquet(frame: pd.DataFrame) -> bytes:
+    """The table as one Parquet file (:func:`arrow_table`'s types; zstd-compressed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(arrow_table(frame), sink, compression="zstd")
+    return bytes(sink.getvalue().to_pybytes())
+
+
+RENDERERS: dict[str, Callable[[pd.DataFrame], str | bytes]] = {
     "csv": to_csv,
     "json": to_json,
     "latex": to_latex,
+    "parquet": to_parquet,
 }
 
 
-def render(frame: pd.DataFrame, fmt: str, table: str | None = None) -> str:
+def render(frame: pd.DataFrame, fmt: str, table: str | None = None) -> Any:
     """Render a table in one of :data:`FORMATS`, checking the contract's columns."""
     if fmt not in RENDERERS:
         raise UserError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
@@ -163,8 +201,9 @@ def render(frame: pd.DataFrame, fmt: str, table: str | None = None) -> str:
     return RENDERERS[fmt](frame)
 
 
-def write(text: str, out: str | None) -> None:
-    """Write to a file, or to stdout when ``out`` is None or ``-``.
+def write(text: str | bytes, out: str | None) -> None:
+    """Write to a file, or to stdout when ``out`` is None or ``-`` (text only: a Parquet
+    file's bytes need ``--out``).
 
     A file is written whole or not at all: into a temporary file next to it, then renamed
     over it, so a full disk leaves an existing file as it was. A target that is not a regular
@@ -179,7 +218,11 @@ def write(text: str, out: str | None) -> None:
     import sys
     import tempfile
 
+    binary = isinstance(text, bytes)
+    if out in (None, "-") and binary:
+        raise UserError("--format parquet writes a binary file: give it with --out FILE")
     if out in (None, "-"):
+        assert isinstance(text, str)
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -189,12 +232,13 @@ def write(text: str, out: str | None) -> None:
             exc.filename = "the standard output"
             raise UserError(os_message(exc, "cannot write")) from None
         return
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     path = os.path.abspath(out)
     if os.path.isdir(path):
         raise UserError(f"--out {out} is a folder: give a file name, e.g. {out}/table.csv")
     if os.path.exists(path) and not os.path.isfile(path):
-        with _writing_error(out), open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with _writing_error(out), open(path, "wb") as handle:
+            handle.write(data)
         return
     with _writing_error(out):
         descriptor, temporary = tempfile.mkstemp(prefix=".export-", dir=os.path.dirname(path))
@@ -202,8 +246,8 @@ def write(text: str, out: str | None) -> None:
         os.umask(umask)
         try:
             os.fchmod(descriptor, 0o666 & ~umask)  # as open() would make it, not mkstemp's 0600
-            with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as stream:
-                stream.write(text)
+            with os.fdopen(descriptor, "wb") as stream:
+                stream.write(data)
             os.replace(temporary, path)
         except BaseException:
             os.unlink(temporary)

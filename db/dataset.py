@@ -1,0 +1,48 @@
+"""Read queries of the shared dataset (``export dataset``): questions, studies and the order
+in which annotators were added (their pseudonyms follow it). No Prolific id, completion code
+or token is read here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlmodel import Session, col
+
+from db.models import Annotator, Evaluator, Meeting, Participation, Question, Study, StudyItem
+
+
+def question_rows(*, session: Session) -> list[dict[str, Any]]:
+    """Every question: meeting, question_id (its number), split, type, position, the QA and
+    Conv texts and the reference answer, by split, meeting and number."""
+    stmt: Any = (select(col(Meeting.external_id).label("meeting"),
+                   col(Question.number).label("question_id"), col(Meeting.split),
+                   col(Question.question_type), col(Question.answer_position),
+                   col(Question.qa_text).label("question"),
+                   col(Question.conv_text).label("question_conv"), col(Question.reference))
+            .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
+            .order_by(col(Meeting.split), col(Meeting.external_id), col(Question.number)))
+    return [dict(row._mapping) for row in session.execute(stmt)]
+
+
+def study_rows(*, session: Session) -> list[dict[str, Any]]:
+    """Every study's design (not its Prolific settings): name, evaluator, assignment, scores
+    per item, attention-check rate, status, creation time, items and annotators."""
+    items = (select(func.count()).where(col(StudyItem.study_id) == col(Study.id))
+             .scalar_subquery())
+    people = (select(func.count(func.distinct(col(Participation.annotator_id))))
+              .where(col(Participation.study_id) == col(Study.id)).scalar_subquery())
+    stmt = (select(col(Study.name).label("study"), col(Evaluator.slug).label("evaluator"),
+                   col(Study.assignment), col(Study.per_item), col(Study.attention_rate),
+                   col(Study.status), col(Study.created_at), items.label("items"),
+                   people.label("annotators"))
+            .join(Evaluator, col(Evaluator.id) == col(Study.evaluator_id))
+            .order_by(col(Study.name)))
+    return [dict(row._mapping) for row in session.execute(stmt)]
+
+
+def annotator_names(*, session: Session) -> list[str]:
+    """Annotator names in the order they were added (first id first), each once."""
+    stmt = (select(col(Annotator.name), func.min(col(Annotator.id)).label("first"))
+            .group_by(col(Annotator.name)).order_by("first"))
+    return [name for name, _ in session.execute(stmt)]

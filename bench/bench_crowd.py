@@ -10,7 +10,9 @@ participant has scored once, ``--duration`` seconds are measured:
 - submits/s; submit -> next item (Enter's rerun until the next item is drawn) p50/p95/max;
 - the first page (link opened -> page drawn) p50/p95/max, over the arrivals;
 - the server's CPU seconds per rerun and per submitted item (every rerun it causes);
-- RSS of the server per open session (after the arrivals, less before them);
+- RSS of the server per open session (after the arrivals, less before them), and every 10 s
+  of the window (start, max, end): with ``--stay K`` each participant leaves after K items and
+  a new one takes the place, so a long run shows whether memory stays bounded;
 - PostgreSQL's CPU: its backends serving this database, per submitted item.
 
 Each tree runs on its own fresh database (its own code makes the study), one after the other:
@@ -97,53 +99,76 @@ async def _score(s: Session, tally: Tally, rng: random.Random, pace: float) -> b
     return True
 
 
-async def _participant(base: str, token: str, tally: Tally, pace: float, delay: float,
-                       seed: int) -> None:
+async def _session(base: str, token: str, tally: Tally, rng: random.Random, pace: float,
+                   stay: int) -> None:
+    """One participant: open the link, close the walkthrough, score until the window ends
+    (or ``stay`` items, then leave)."""
+    started = time.monotonic()
+    s = await Session.open(base, query=f"token={token}", timeout=300)
+    tally.first.append(time.monotonic() - started)
+    if "annotate-tour-done" in s.page.keys():
+        await s.click("annotate-tour-done")
+    tally.started += 1
+    done = 0
+    while time.monotonic() < tally.window[1] and (not stay or done < stay):
+        began = time.monotonic()
+        if not await _score(s, tally, rng, pace):
+            break
+        done += 1
+        if pace:
+            await asyncio.sleep(max(0.0, rng.uniform(0.75, 1.25) * pace
+                                    - (time.monotonic() - began)))
+    await s.close()
+
+
+async def _participant(base: str, tokens: list[str], tally: Tally, pace: float, delay: float,
+                       seed: int, stay: int) -> None:
+    """One place in the crowd: a participant, and with ``stay`` the next one who takes the
+    place when they leave (a new link: a new session, the old one ends)."""
     rng = random.Random(seed)
     await asyncio.sleep(delay)
-    started = time.monotonic()
-    try:
-        s = await Session.open(base, query=f"token={token}", timeout=300)
-        tally.first.append(time.monotonic() - started)
-        if "annotate-tour-done" in s.page.keys():
-            await s.click("annotate-tour-done")
-        tally.started += 1
-        while time.monotonic() < tally.window[1]:
-            began = time.monotonic()
-            if not await _score(s, tally, rng, pace):
-                break
-            if pace:
-                await asyncio.sleep(max(0.0, rng.uniform(0.75, 1.25) * pace
-                                        - (time.monotonic() - began)))
-        await s.close()
-    except Exception as exc:  # noqa: BLE001 - counted and reported, the crowd goes on
-        tally.failures.append(f"{type(exc).__name__}: {exc}"[:200])
+    while tokens and time.monotonic() < tally.window[1]:
+        try:
+            await _session(base, tokens.pop(), tally, rng, pace, stay)
+        except Exception as exc:  # noqa: BLE001 - counted and reported, the crowd goes on
+            tally.failures.append(f"{type(exc).__name__}: {exc}"[:200])
+        if not stay:
+            return
 
 
-async def _crowd(base: str, tokens: list[str], pace: float, duration: float,
+async def _sample_rss(pid: int, until: float, out: list[float]) -> None:
+    while time.monotonic() < until:
+        out.append(rss_mib(pid))
+        await asyncio.sleep(10)
+
+
+async def _crowd(base: str, tokens: list[str], args: argparse.Namespace,
                  pid: int, db: Database) -> dict[str, float]:
     """Run the participants; measure the window once all of them have arrived."""
     tally = Tally(window=(float("inf"), float("inf")))
-    rss_before = rss_mib(pid)
+    rss_before, n, pace = rss_mib(pid), args.participants, args.pace
     ramp = pace or 2.0
-    tasks = [asyncio.create_task(_participant(base, t, tally, pace, ramp * i / len(tokens),
-                                              i)) for i, t in enumerate(tokens)]
-    while tally.started + len(tally.failures) < len(tokens) and not all(t.done() for t in tasks):
+    tasks = [asyncio.create_task(_participant(base, tokens, tally, pace, ramp * i / n, i,
+                                              args.stay)) for i in range(n)]
+    while tally.started + len(tally.failures) < n and not all(t.done() for t in tasks):
         await asyncio.sleep(0.2)
     await asyncio.sleep(pace or 1.0)  # everyone has scored about once
-    cpu0, pg0 = cpu_seconds(pid), db.backend_cpu()  
-    rss_open = rss_mib(pid)
-    tally.window = (time.monotonic(), time.monotonic() + duration)
-    await asyncio.sleep(duration)
-    cpu, pg1 = cpu_seconds(pid) - cpu0, db.backend_cpu()  
+    cpu0, pg0, own0 = cpu_seconds(pid), db.backend_cpu(), time.process_time()
+    rss: list[float] = []
+    tally.window = (time.monotonic(), time.monotonic() + args.duration)
+    await _sample_rss(pid, tally.window[1], rss)
+    cpu, pg1 = cpu_seconds(pid) - cpu0, db.backend_cpu()
+    own = time.process_time() - own0  # this client's own share of the machine
     pg = sum(v - pg0.get(k, 0.0) for k, v in pg1.items())
     await asyncio.gather(*tasks)
-    return _figures(tally, duration, cpu, pg, (rss_open - rss_before) / len(tokens),
-                    rss_mib(pid))
+    return {**_figures(tally, args.duration, cpu, pg),
+            "RSS MiB/session": (rss[0] - rss_before) / n, "RSS MiB window start": rss[0],
+            "RSS MiB window max": max(rss), "RSS MiB window end": rss[-1],
+            "client CPU s/s": own / args.duration,
+            "sessions opened": len(tally.first), "failures": len(tally.failures)}
 
 
-def _figures(t: Tally, duration: float, cpu: float, pg: float, rss_session: float,
-             rss: float) -> dict[str, float]:
+def _figures(t: Tally, duration: float, cpu: float, pg: float) -> dict[str, float]:
     def q(values: list[float], p: int) -> float:
         return statistics.quantiles(values, n=100)[p - 1] if len(values) > 1 else \
             (values[0] if values else float("nan"))
@@ -155,15 +180,23 @@ def _figures(t: Tally, duration: float, cpu: float, pg: float, rss_session: floa
             "first p50 s": q(t.first, 50), "first p95 s": q(t.first, 95),
             "first max s": max(t.first, default=float("nan")),
             "server CPU s/s": cpu / duration, "CPU ms/rerun": 1000 * cpu / max(t.reruns, 1),
-            "CPU ms/item": 1000 * cpu / n, "PG CPU ms/item": 1000 * pg / n,
-            "RSS MiB/session": rss_session, "RSS MiB": rss, "failures": len(t.failures)}
+            "CPU ms/item": 1000 * cpu / n, "PG CPU ms/item": 1000 * pg / n}
 
 
 def _run_tree(root: Path, args: argparse.Namespace, extra: list[str], tmp: Path) -> dict:
     with database(args.pg or None, tmp) as db:
-        tokens = make_study(root, db.url, args.participants)
+        tokens = make_study(root, db.url, _links_needed(args))
         with server(root, db.url, tmp / f"server-{root.name}.log", extra) as (base, pid):
-            return asyncio.run(_crowd(base, tokens, args.pace, args.duration, pid, db))
+            return asyncio.run(_crowd(base, tokens, args, pid, db))
+
+
+def _links_needed(args: argparse.Namespace) -> int:
+    """Links for the participants, and with --stay for those who take their places."""
+    if not args.stay:
+        return int(args.participants)
+    per_item = args.pace or 0.2
+    rounds = (args.duration + 2 * (args.pace or 2)) / (args.stay * per_item)
+    return int(args.participants * (rounds + 2))
 
 
 def _print(results: dict[str, dict[str, float]]) -> None:
@@ -183,6 +216,9 @@ def main() -> int:
     parser.add_argument("--pace", type=float, default=0.0,
                         help="seconds per item (0: as fast as they can)")
     parser.add_argument("--duration", type=float, default=30.0, help="measured seconds")
+    parser.add_argument("--stay", type=int, default=0,
+                        help="items each participant scores before leaving (a new one takes "
+                             "the place); 0: all stay to the end")
     parser.add_argument("--before", help="a git commit to run side by side with this tree")
     parser.add_argument("--before-args", default="", help="server flags for --before's run")
     parser.add_argument("--args", default="", help="server flags for this tree's run")

@@ -31,12 +31,6 @@ def logs(bundled_sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory
     return build_logs(bundled_sqlite_template, tmp_path_factory.mktemp("inspect-logs"))
 
 
-@pytest.fixture
-def url(db_url: str) -> str:
-    assert main(["init", "--db", db_url]) == 0
-    return db_url
-
-
 def _log_answers(path: Path) -> dict[tuple[str, int], str]:
     from inspect_ai.log import read_eval_log
 

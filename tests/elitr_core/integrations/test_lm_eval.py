@@ -58,12 +58,6 @@ def samples(bundled_sqlite_template: Path, tmp_path_factory: pytest.TempPathFact
     return found
 
 
-@pytest.fixture
-def url(db_url: str) -> str:
-    assert main(["init", "--db", db_url]) == 0
-    return db_url
-
-
 def _logged(path: Path) -> dict[tuple[str, int], str]:
     out = {}
     for line in path.read_text(encoding="utf-8").splitlines():

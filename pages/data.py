@@ -181,8 +181,11 @@ def transcript_excerpt(meeting: str, question: str) -> str | None:
 def _figure(name: str, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...],
             _build: Callable[..., Any]) -> Any:
     # cache_resource: the very figure object is reused (never mutated after it is built), so
-    # a rerun neither rebuilds it (plotly validation costs 0.1-0.5 s) nor unpickles a copy
-    return _build(*args, **dict(kwargs))
+    # a rerun neither rebuilds it (plotly validation costs 0.1-0.5 s) nor unpickles a copy.
+    # Every figure a page draws or downloads comes from here: its names become plain text.
+    from elitr_core.export.figure_text import plain_figure
+
+    return plain_figure(_build(*args, **dict(kwargs)))
 
 
 def cached_figure(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -13,11 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from elitr_core.errors import DataFileError
+from elitr_core.errors import DataFileError, UserError
 from elitr_core.integrations.harness import HarnessAnswer, HarnessRun, add_scores, require
 from elitr_core.integrations.items import parse_item_id
 
 TASK_NAME = "elitr_bench"  # inspect_task.TASK_NAME (that module imports inspect_ai)
+_NOT_ELITR = ("not an ELITR-Bench file name (elitr-bench-{qa,conv}_{dev,test2}.json, "
+              "elitr-bench-czech-... or elitr-bench-{qa,conv}_{split}_{st,mt}_{eval}.json)")
 #: The evaluator kind of the task's own judge scorer; any other scorer is a metric.
 JUDGE_SCORER = "elitr_judge"
 
@@ -33,14 +35,26 @@ def is_inspect_log(path: Path) -> bool:
 
 def read_inspect_log(path: Path, *, partial: bool = False) -> HarnessRun:
     """The run a log of the ELITR-Bench task holds (see the module's rules)."""
-    log_module = require("inspect_ai.log", "inspect_ai", f"{path.name} (an inspect_ai log)")
+    from elitr_core.data.validation import readable_file
+
+    readable_file(path)
+    json_file = path.suffix.lower() == ".json"
+    try:
+        log_module = require("inspect_ai.log", "inspect_ai", f"{path.name} (an inspect_ai log)")
+    except UserError:
+        if not json_file:
+            raise
+        raise DataFileError(path, f"{_NOT_ELITR}; if it is an inspect_ai log, install "
+                            "inspect_ai to import it: pip install inspect_ai") from None
     try:
         log = log_module.read_eval_log(str(path))
-    except FileNotFoundError:
-        raise DataFileError(path, "no such file") from None
+    except OSError as exc:
+        raise DataFileError(path, f"cannot be read ({exc.strerror or exc}): check the file's "
+                            "permissions") from None
     except Exception as exc:  # inspect raises pydantic, JSON and ZIP errors alike
-        raise DataFileError(path, "not an ELITR-Bench file nor an inspect_ai log inspect can "
-                            f"read ({type(exc).__name__}): check the file") from None
+        what = _NOT_ELITR + " nor" if json_file else "not"
+        raise DataFileError(path, f"{what} an inspect_ai log inspect can read "
+                            f"({type(exc).__name__}): check the file") from None
     task = str(log.eval.task_registry_name or log.eval.task)
     if task.rsplit("/", 1)[-1] != TASK_NAME:
         raise DataFileError(path, f"a log of task {task!r}, not of ELITR-Bench's {TASK_NAME} "

@@ -160,14 +160,31 @@ def test_partial_imports_the_answered_samples_and_lists_the_rest(
 
 def test_without_inspect_ai_one_line_names_the_package(logs: dict[str, Path],
                                                        tmp_path: Path) -> None:
-    script = ("import sys\n"
-              "sys.modules['inspect_ai'] = None\n"  # as if it were not installed
-              "from elitr_core.cli.main import main\n"
-              f"sys.exit(main(['import', {str(logs['st'])!r}, '--db', "
-              f"'sqlite:///{tmp_path}/x.db']))\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().endswith("needs the inspect_ai package, which is not "
-                                        "installed: pip install inspect_ai")
-    assert done.stderr.count("\n") == 1
+    other = tmp_path / "answers.json"
+    other.write_text("{}")
+    for path, expected in ((logs["st"], "needs the inspect_ai package, which is not "
+                            "installed: pip install inspect_ai"),
+                           (other, "answers.json: not an ELITR-Bench file name (elitr-bench-"),
+                           (other, "if it is an inspect_ai log, install inspect_ai to import "
+                            "it: pip install inspect_ai")):
+        script = ("import sys\n"
+                  "sys.modules['inspect_ai'] = None\n"  # as if it were not installed
+                  "from elitr_core.cli.main import main\n"
+                  f"sys.exit(main(['import', {str(path)!r}, '--db', "
+                  f"'sqlite:///{tmp_path}/x.db']))\n")
+        done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 2, done.stderr
+        assert expected in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_json_file_that_is_neither_is_one_line(url: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "answers.json"
+    other.write_text('{"meetings": []}')
+    before = snapshot(url)
+    assert main(["import", str(other), "--db", url]) == 2
+    err = capsys.readouterr().err
+    assert "answers.json: not an ELITR-Bench file name" in err
+    assert "nor an inspect_ai log inspect can read" in err and err.count("\n") == 1
+    assert snapshot(url) == before

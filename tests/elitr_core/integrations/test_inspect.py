@@ -188,3 +188,18 @@ def test_a_json_file_that_is_neither_is_one_line(url: str, tmp_path: Path,
     assert "answers.json: not an ELITR-Bench file name" in err
     assert "nor an inspect_ai log inspect can read" in err and err.count("\n") == 1
     assert snapshot(url) == before
+
+
+def test_an_imported_log_is_on_the_leaderboard_page(
+        logs: dict[str, Path], bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.pages.analysis_support import messages, open_page, set_filters
+
+    assert main(["import", str(logs["st"]), "--db", bundled_sqlite]) == 0
+    values = [v for (v,) in rows(bundled_sqlite, "SELECT s.value FROM score s JOIN evaluator e "
+                                 "ON e.id = s.evaluator_id WHERE e.slug = 'elitr_judge'")]
+    app = open_page(bundled_sqlite, monkeypatch, "leaderboard")
+    set_filters(app, split="test2", evaluators=["elitr_judge"])
+    assert not app.exception and messages(app)["error"] == []
+    table = app.dataframe[0].value
+    assert list(table.index) == [MODEL]
+    assert float(table.loc[MODEL, "QA-st test2"]) == pytest.approx(sum(values) / len(values))

@@ -65,6 +65,11 @@ def sign_flip_p(cluster_sums: np.ndarray, n_random: int = 10_000,
     rng : numpy.random.Generator, optional
         Source of the random patterns (seeded by the caller for reproducible tables).
 
+    The test is exact only under that symmetry. With mean-zero but skewed meeting effects it
+    is liberal (0.056-0.089 at 0.05 for Exp(1) - 1 effects, 8-30 meetings;
+    ``bench/bench_sign_flip_size.py``); studentising the statistic would not help (the sum of
+    squares is the same under every flip, so a t statistic orders the flips as the total does).
+
     Returns
     -------
     float

@@ -143,6 +143,15 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "self-consistency": (
         "judge", "human", "statistic", "samples", "n", "value", "ci_low", "ci_high", "note",
     ),
+    # a length-controlled judge leaderboard (stats/length_control): each model's judge score
+    # at a common response length, and Kendall tau of both rankings with the human's
+    "length-controlled": (
+        "judge", "human", "model", "n", "mean_length", "common_length", "judge_mean",
+        "lc_mean", "ci_low", "ci_high", "human_mean", "slope", "slope_ci_low", "slope_ci_high",
+    ),
+    "length-controlled-tau": (
+        "judge", "human", "ranking", "n_models", "tau", "ci_low", "ci_high", "note",
+    ),
     "turn-effect": (
         "model", "setting", "evaluator", "n", "n_meetings", "tau", "ci_low", "ci_high", "p",
         "p_naive", "note",
@@ -186,7 +195,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 # lists them without loading pandas, scipy or the database layer.
 AUDIT_TABLES: tuple[str, ...] = (
     "ppi", "ppi-active", "ppi-budget", "ppi-designs", "recalibration", "judge-effects",
-    "self-consistency", "turn-effect", "st-vs-mt",
+    "self-consistency", "turn-effect", "st-vs-mt", "length-controlled", "length-controlled-tau",
 )
 """Tables of the judge audit (``export`` names)."""
 

@@ -35,15 +35,17 @@ BUDGET_KEY = "audit.budget"
 SECTION_KEY = "audit.section"
 
 # the sections, one tab each (the labels are short enough to fit one line)
-PPI, BUDGET, DESIGNS, RECALIBRATION, EFFECTS, CONSISTENCY, CONVERSATION = (
+PPI, BUDGET, DESIGNS, RECALIBRATION, EFFECTS, LENGTH, CONSISTENCY, CONVERSATION = (
     "PPI leaderboard", "Budget planner", "Sampling designs", "Recalibration", "Judge effects",
-    "Self-consistency", "Conversation")
+    "Length control", "Self-consistency", "Conversation")
 #: per tab, its export tables and their figure builders (None: a table only)
 SECTIONS = {PPI: (("ppi", audit_figures.ppi_estimates),),
             BUDGET: (("ppi-budget", None),),
             DESIGNS: (("ppi-designs", audit_figures.design_widths),),
             RECALIBRATION: (("recalibration", None),),
             EFFECTS: (("judge-effects", audit_figures.effects_forest),),
+            LENGTH: (("length-controlled", audit_figures.length_controlled_plot),
+                     ("length-controlled-tau", None)),
             CONSISTENCY: (("self-consistency", None),),
             CONVERSATION: (("turn-effect", audit_figures.turn_plot), ("st-vs-mt", None))}
 
@@ -180,6 +182,17 @@ with tab:
                 "correlation given the human score), on the judge's own model family versus "
                 "others, and by answer position; 95% cluster-bootstrap intervals. "
                 + plain(ANSWER_POSITIONS_NOTE))
+    elif tab_label == LENGTH:
+        section("length-controlled",
+                "The judge's score modelled with the response length (one slope for all "
+                "models, per 100 words) and each model compared at the common length, the "
+                "mean length of all judged responses (AlpacaEval 2.0's length control applied "
+                "to absolute scores); 95% cluster-bootstrap intervals over questions.")
+        section("length-controlled-tau",
+                "Does length control bring the judge's ranking closer to the human's? Kendall "
+                "tau of the human means with the raw judge means and with the "
+                "length-controlled scores, over the models the human scored.",
+                title="Agreement with the human ranking")
     elif tab_label == CONSISTENCY:
         section("self-consistency",
                 "For a judge run with several samples: Krippendorff's alpha among its samples, "

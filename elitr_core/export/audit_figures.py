@@ -111,3 +111,20 @@ def turn_plot(turn: pd.DataFrame) -> go.Figure:
     fig.add_hline(y=0, line={"dash": "dot", "color": "grey"})
     fig.update_yaxes(title="Kendall tau (score vs turn)")
     return _layout(fig, "Score along the conversation", scattermode="group")
+
+
+def length_controlled_plot(table: pd.DataFrame) -> go.Figure:
+    """Each model's raw judge mean and its length-controlled score (with the interval), and
+    the human mean where there is one; best length-controlled score at the top."""
+    rows = table.iloc[::-1]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=rows["judge_mean"], y=rows["model"], mode="markers",
+                             name="judge mean (raw)", marker={"symbol": "circle-open"}))
+    fig.add_trace(go.Scatter(x=rows["lc_mean"], y=rows["model"], mode="markers",
+                             name="length-controlled", error_x=_ci_error(rows, "lc_mean")))
+    human = rows[rows["human_mean"].notna()]
+    if len(human):
+        fig.add_trace(go.Scatter(x=human["human_mean"], y=human["model"], mode="markers",
+                                 name="human mean", marker={"symbol": "diamond"}))
+    fig.update_xaxes(title="score (1-10)")
+    return _layout(fig, "Judge score at a common length", height=max(300, 40 * len(rows) + 140))

@@ -15,7 +15,7 @@ from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.vocab import AUDIT_TABLES  # re-exported: the names live in vocab
 
 #: Tables whose judge effects need the response texts (their length in words).
-NEEDS_LENGTHS: tuple[str, ...] = ("judge-effects",)
+NEEDS_LENGTHS: tuple[str, ...] = ("judge-effects", "length-controlled", "length-controlled-tau")
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,14 @@ def _judge_effects(df: pd.DataFrame, o: AuditOptions,
     return out.astype({c: "Float64" for c in ("estimate", "ci_low", "ci_high")})
 
 
+def _length_controlled(df: pd.DataFrame, o: AuditOptions,
+                       lengths: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from elitr_core.stats.length_control import length_controlled
+
+    return length_controlled(df, o.judge, o.human, _texts(lengths), n_bootstrap=o.replicates,
+                             seed=o.seed, confidence=o.confidence)
+
+
 def _texts(lengths: pd.DataFrame | None) -> pd.DataFrame:
     if lengths is None or lengths.empty:
         raise DegenerateDataError("no response text under these filters: the verbosity effect "
@@ -165,6 +173,8 @@ def audit_table(name: str, df: pd.DataFrame, options: AuditOptions,
         "judge-effects": lambda: _judge_effects(df, o, lengths),
         "self-consistency": lambda: consistency.self_consistency(
             df, o.judge, o.human, o.replicates, o.seed, o.confidence),
+        "length-controlled": lambda: _length_controlled(df, o, lengths)[0],
+        "length-controlled-tau": lambda: _length_controlled(df, o, lengths)[1],
         "turn-effect": lambda: conversation.turn_effect(df, o.replicates, o.seed, o.confidence),
         "st-vs-mt": lambda: conversation.st_vs_mt(df, o.replicates, o.seed, o.confidence),
     }

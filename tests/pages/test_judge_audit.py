@@ -22,7 +22,8 @@ SECTION = "audit.section"
 # table -> the tab that shows it
 TABS = {"ppi": "PPI leaderboard", "ppi-budget": "Budget planner",
         "ppi-designs": "Sampling designs", "recalibration": "Recalibration",
-        "judge-effects": "Judge effects", "self-consistency": "Self-consistency",
+        "judge-effects": "Judge effects", "length-controlled": "Length control",
+        "length-controlled-tau": "Length control", "self-consistency": "Self-consistency",
         "turn-effect": "Conversation", "st-vs-mt": "Conversation"}
 
 
@@ -48,7 +49,8 @@ def test_tables_figures_and_downloads(app: AppTest, bundled_sqlite: str,
     charts = 0
     warnings = []
     for table in ("ppi", "ppi-budget", "ppi-designs", "recalibration", "judge-effects",
-                  "self-consistency", "turn-effect"):
+                  "length-controlled", "length-controlled-tau", "self-consistency",
+                  "turn-effect"):
         open_tab(app, SECTION, TABS[table])
         assert not app.exception and not messages(app)["error"], table
         charts += len(app.get("plotly_chart"))
@@ -60,7 +62,7 @@ def test_tables_figures_and_downloads(app: AppTest, bundled_sqlite: str,
                          "--judge", "gpt-4", "--human", "gold-human")
         assert page == cli, table
     assert "--samples 2" in " ".join(warnings) and "mode mt" in " ".join(warnings)
-    assert charts == 4  # ppi, designs, recalibration, effects
+    assert charts == 6  # ppi, designs, recalibration, effects, length control (its tab twice)
 
 
 def test_budget_option_reaches_the_table(app: AppTest, bundled_sqlite: str,

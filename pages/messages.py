@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from elitr_core.errors import UserError
-from pages.text import plain
+from pages.text import message
 
 T = TypeVar("T")
 
@@ -18,7 +18,7 @@ def guarded(func: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     try:
         return func(*args, **kwargs)
     except UserError as exc:
-        st.error(plain(exc))
+        st.error(message(exc))
         return None
 
 
@@ -30,8 +30,8 @@ def shown(func: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     try:
         return func(*args, **kwargs)
     except DegenerateDataError as exc:
-        st.warning(plain(exc))
+        st.warning(message(exc))
         return None
     except UserError as exc:
-        st.error(plain(exc))
+        st.error(message(exc))
         return None

@@ -16,29 +16,42 @@ from pages.auth_ui import RESEARCHER, require_role
 from pages.data import clear_caches, get_engine_or_stop
 from pages.messages import guarded
 from pages.tables import show_table
-from pages.text import code_span, md, plain
+from pages.text import code_span, md, message, plain
 
-JOB_KEY = "runs.last_job"
 GOING_KEY = "runs.going"
-BACKENDS = sorted(BACKEND_NAMES, key=lambda name: name != "fake")  # the demo one first
+#: the form's backends: a real one first, the demo backend ``fake`` last (never a default)
+BACKENDS = sorted(BACKEND_NAMES, key=lambda name: (name == "fake", name != "openai", name))
 
 #: seconds between two refreshes of the progress while a job or run is going
 REFRESH_S = 2.0
 
 
-def with_speed(runs: pd.DataFrame) -> pd.DataFrame:
-    """Answers per second and the time left (ETA) of the running runs, as the CLI shows them:
-    the answers stored since the run started over the time since."""
+#: the columns a 1366 px screen shows first: what is going and how fast (the rest: Columns)
+RUN_KEYS = ("run", "model", "setting", "mode", "split", "status", "progress", "answers/s",
+            "eta", "done", "questions", "failures")
+JUDGE_KEYS = ("evaluator", "judge_model", "style", "status", "progress", "answers/s", "eta",
+              "done", "todo", "scored", "unparsed", "failures")
+
+
+def with_speed(runs: pd.DataFrame, total: str = "questions") -> pd.DataFrame:
+    """Answers per second and the time left (ETA) of the running runs (or judge passes:
+    ``total="todo"``), as the CLI shows them: the answers stored since the run started over
+    the time since."""
     started = pd.to_datetime(runs["started_at"], utc=True, errors="coerce")
     elapsed = (pd.Timestamp.now(tz="UTC") - started).dt.total_seconds()
     running = (runs["status"] == "running") & (elapsed > 0) & (runs["done"] > 0)
     rate = (runs["done"] / elapsed).where(running)
-    left = ((runs["questions"] - runs["done"]) / rate).where(running & (rate > 0))
+    left = ((runs[total] - runs["done"]) / rate).where(running & (rate > 0))
     out = runs.copy()
     out.insert(out.columns.get_loc("progress") + 1, "answers/s", rate)
     out.insert(out.columns.get_loc("answers/s") + 1, "eta",
                left.map(lambda s: "" if pd.isna(s) else f"{int(s) // 60}:{int(s) % 60:02d}"))
     return out
+
+
+def _or_all(value: str) -> str:
+    """A choice as the form shows it: the empty one (no filter) reads "all"."""
+    return value or "all"
 
 
 def refusal(kind: str, options: dict[str, object]) -> str:
@@ -74,7 +87,7 @@ def show_status(engine: object) -> bool:
                    "imported (the bundled ELITR-Bench responses or `import`), which have no "
                    "progress or token usage to show. A running run's answers/s and time left "
                    f"(eta, min:s) update every {REFRESH_S:g} s.")
-        show_table(with_speed(runs), key="runs.runs-table",
+        show_table(with_speed(runs), key="runs.runs-table", keys=RUN_KEYS,
                    column_config={"progress": progress})
         chosen = st.selectbox("Run config", runs["run"], key="runs.config_of",
                               format_func=lambda i: f"#{i} " +
@@ -85,7 +98,8 @@ def show_status(engine: object) -> bool:
     if judges.empty:
         st.info("No judge pass yet: start one below or with `python -m elitr_core judge`.")
     else:
-        show_table(judges, key="runs.judges-table", column_config={"progress": progress})
+        show_table(with_speed(judges, total="todo"), key="runs.judges-table", keys=JUDGE_KEYS,
+                   column_config={"progress": progress})
     altered = run_status.altered_line(runs.to_dict("records"), judges.to_dict("records"))
     if altered:
         st.caption(plain(altered))
@@ -94,7 +108,7 @@ def show_status(engine: object) -> bool:
         st.caption("Stored unscored with the parser's reason; the next `judge` pass retries "
                    "them.")
         show_table(unparsed, key="runs.unparsed-table")
-    job = st.session_state.get(JOB_KEY)
+    job = jobs.last_job()  # kept beside the logs: a reload or a second tab shows it too
     alive = job is not None and jobs.process_alive(job.pid)
     if job is not None:
         show_job(job, alive)
@@ -105,13 +119,13 @@ def show_status(engine: object) -> bool:
 
 def show_job(job: jobs.Job, alive: bool) -> None:
     """The last job's command, state and log tail; an error it ended with, in full."""
-    code = jobs.exit_code(job.pid)
-    state = "running" if alive else f"ended (exit status {code})"
+    code = jobs.exit_code(job.pid)  # None for a job this server process did not start
+    state = "running" if alive else "ended" + ("" if code is None else f" (exit status {code})")
     st.markdown(md("**Last job** (pid {}, {}); log: ", job.pid, state) + code_span(job.log_path))
     st.code(command_line(job.argv), language="bash")
     tail = jobs.log_tail(job.log_path)
     errors = [row for row in tail.splitlines() if row.startswith("error")]
-    if not alive and code and errors:
+    if not alive and code != 0 and errors:
         st.error(plain(errors[-1]))  # the reason, whole, above the tail
     st.code(tail or "(no output yet)", language=None, wrap_lines=True)
 
@@ -147,12 +161,13 @@ with st.form("runs.start"):
     options: dict[str, object] = {"backend": backend, "base_url": base_url,
                                   "model_path": model_path}
     any_ = [""] if kind == "judge" else []  # a judge pass may take every split/setting/mode
-    split = left.selectbox("Split", [*any_, "test2", "dev"])
-    setting = mid.selectbox("Setting", [*any_, "qa", "conv"])
-    mode = right.selectbox("Mode", [*any_, "st", "mt"])
+    split = left.selectbox("Split", [*any_, "test2", "dev"], format_func=_or_all)
+    setting = mid.selectbox("Setting", [*any_, "qa", "conv"], format_func=_or_all)
+    mode = right.selectbox("Mode", [*any_, "st", "mt"], format_func=_or_all)
     options.update(split=split, setting=setting, mode=mode)
     if kind == "generate":
-        options["model"] = left.text_input("Model", value="demo-model", key="runs.model")
+        options["model"] = left.text_input("Model", key="runs.model",
+                                           placeholder="the name the server knows it by")
         options["seed"] = mid.number_input("Seed", value=2023, step=1)
         options["language"] = right.selectbox("Language", LANGUAGES)
         if left.checkbox("Nucleus sampling (T 0.6, top-p 0.9)"):
@@ -162,12 +177,12 @@ with st.form("runs.start"):
         options["meetings"] = st.text_input("Meetings (comma-separated, empty: all)",
                                             key="runs.meetings")
     else:
-        options["judge_model"] = left.text_input("Judge model", value="demo-judge",
-                                                 key="runs.judge_model")
+        options["judge_model"] = left.text_input("Judge model", key="runs.judge_model",
+                                                 placeholder="the name the server knows it by")
         options["style"] = mid.selectbox("Style", [*JUDGE_STYLES, *PAIRWISE_STYLES],
                                          help="cream / battle: pairwise, both orders")
-        options["evaluator"] = right.text_input("Evaluator slug", value="demo-judge",
-                                                key="runs.evaluator")
+        options["evaluator"] = right.text_input("Evaluator slug", key="runs.evaluator",
+                                                placeholder="the judge's name in every table")
         options["model"] = st.text_input("Judged model (empty: all)", key="runs.judged")
         options["samples"] = left.number_input("Samples", min_value=1, max_value=20, value=1)
         options["baseline"] = mid.text_input(
@@ -175,11 +190,10 @@ with st.form("runs.start"):
     if st.form_submit_button("Start", type="primary"):
         argv = guarded(jobs.build_command, kind, options)
         if argv and (reason := refusal(kind, options)):
-            st.error(md("Not started: {}", reason))
+            st.error(md("Not started: ") + message(reason))
             argv = None
         job = guarded(jobs.start_job, argv) if argv else None
         if job is not None:
-            st.session_state[JOB_KEY] = job
             st.rerun()  # the status above shows the job and refreshes while it runs
 
 

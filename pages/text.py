@@ -80,3 +80,13 @@ def code_span(value: object) -> Markdown:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
     return Markdown(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def message(value: object) -> Markdown:
+    """A message from the core (an error, a refusal) as the page shows it: its `quoted`
+    commands as code spans, not literal backticks; the rest escaped (:func:`plain`)."""
+    parts = str(value).split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: nothing is quoted
+        return plain(value)
+    return Markdown("".join(code_span(part) if i % 2 else plain(part)
+                            for i, part in enumerate(parts) if part))

@@ -48,8 +48,10 @@ ID_COLUMNS = frozenset({"seed", "sample", "question_id", "order_seed", "turn", "
 
 _FORMATS: dict[str, str] = {"agreement": "{:.3f}", "score": "{:.2f}", "count": "{:,.0f}",
                             "id": "{:.0f}"}
-PRINTF: dict[str, str] = {"p": "%.3f", "agreement": "%.3f", "score": "%.2f", "count": "%d",
-                          "id": "%d"}
+#: what the browser applies when a table has no display strings; counts "localized" (1,300),
+#: as the display strings write them (a table's numbers read the same either way)
+PRINTF: dict[str, str] = {"p": "%.3f", "agreement": "%.3f", "score": "%.2f",
+                          "count": "localized", "id": "%d"}
 #: decimals a shown number of each kind may have
 DECIMALS: dict[str, int] = {"p": 3, "agreement": 3, "score": 2, "count": 0, "id": 0}
 

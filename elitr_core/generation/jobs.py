@@ -9,6 +9,7 @@ overrides). The job inherits the app's environment, so it writes to the app's da
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -37,6 +38,10 @@ class Job:
     pid: int
     argv: list[str]
     log_path: Path
+
+
+#: the last job started, kept beside the logs: a reload or another tab shows it too
+LAST_JOB_FILE = "last-job.json"
 
 
 def log_dir() -> Path:
@@ -94,7 +99,28 @@ def start_job(argv: list[str], *, env: Mapping[str, str] | None = None) -> Job:
             start_new_session=True,  # survives the app's rerun/shutdown and its Ctrl-C
         )
     _CHILDREN[process.pid] = process
-    return Job(pid=process.pid, argv=argv, log_path=log_path)
+    job = Job(pid=process.pid, argv=argv, log_path=log_path)
+    _save_last_job(job)
+    return job
+
+
+def _save_last_job(job: Job) -> None:
+    """Keep ``job`` as the last one started (written whole: a reader never sees half)."""
+    path = log_dir() / LAST_JOB_FILE
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps({"pid": job.pid, "argv": job.argv,
+                                   "log_path": str(job.log_path)}), encoding="utf-8")
+    partial.replace(path)
+
+
+def last_job() -> Job | None:
+    """The last job started from the dashboard (by any session or tab), or None."""
+    try:
+        record = json.loads((log_dir() / LAST_JOB_FILE).read_text(encoding="utf-8"))
+        return Job(pid=int(record["pid"]), argv=[str(a) for a in record["argv"]],
+                   log_path=Path(record["log_path"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def process_alive(pid: int | None) -> bool:

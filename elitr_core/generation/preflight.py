@@ -10,6 +10,7 @@ could not start is refused with the reason and the fix, instead of a log that en
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Mapping
 from typing import Any
@@ -37,16 +38,44 @@ def check_job(session: Session, kind: str, options: Mapping[str, Any]) -> None:
         if not base_url:  # not OpenAI's address in its place: the form's field was left empty
             raise UserError(EMPTY_BASE_URL)
         check_reachable(base_url)
+    if kind == "judge":
+        for name, field in (("judge_model", "Judge model"), ("evaluator", "Evaluator slug")):
+            if not str(options.get(name) or "").strip():
+                raise UserError(f'"{field}" is empty: fill it in (the judge model as the '
+                                "server knows it; the evaluator's name in every table)")
     if kind == "generate":
-        from elitr_core.generation.runs import GenerationSpec
-        from elitr_core.generation.spec import load_work
+        if not str(options.get("model") or "").strip():
+            raise UserError('the model name is empty: fill in "Model" (the name the server '
+                            "knows the model by; the run is stored under it)")
+        try:
+            _check_generation(session, options)
+        except UserError as exc:  # the command line's words, said in the form's
+            raise UserError(in_form_words(str(exc))) from None
 
-        meetings = tuple(m.strip() for m in str(options.get("meetings") or "").split(",")
-                         if m.strip())
-        load_work(session, GenerationSpec(
-            model=str(options.get("model") or ""), setting=str(options["setting"]),
-            mode=str(options["mode"]), split=str(options["split"]), meetings=meetings,
-            language=str(options.get("language") or "en")))
+
+#: the command line's options as the Runs page's form names them
+FORM_FIELDS = {"--meetings": '"Meetings"', "--model": '"Model"', "--setting": '"Setting"',
+               "--mode": '"Mode"', "--split": '"Split"', "--language": '"Language"'}
+
+
+def in_form_words(text: str) -> str:
+    """``text`` with each command-line option the form has replaced by the field's name."""
+    for flag, field in FORM_FIELDS.items():
+        text = re.sub(rf"{flag}(?![\w-])", field, text)
+    return text
+
+
+def _check_generation(session: Session, options: Mapping[str, Any]) -> None:
+    """The check a generation run makes first: its meetings, transcripts and questions."""
+    from elitr_core.generation.runs import GenerationSpec
+    from elitr_core.generation.spec import load_work
+
+    meetings = tuple(m.strip() for m in str(options.get("meetings") or "").split(",")
+                     if m.strip())
+    load_work(session, GenerationSpec(
+        model=str(options.get("model") or ""), setting=str(options["setting"]),
+        mode=str(options["mode"]), split=str(options["split"]), meetings=meetings,
+        language=str(options.get("language") or "en")))
 
 
 def check_reachable(base_url: str, timeout: float = CONNECT_TIMEOUT_S) -> None:

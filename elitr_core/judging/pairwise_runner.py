@@ -11,7 +11,6 @@ between the two steps resumes at the alignment step.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -43,7 +42,6 @@ from elitr_core.prompts.pairwise import (
     split_sentences,
 )
 
-PROGRESS_EVERY_S = 2.0
 _FROM_SHOWN = {("ab", "A"): "a", ("ab", "B"): "b", ("ba", "A"): "b", ("ba", "B"): "a"}
 
 
@@ -105,7 +103,6 @@ class _Recorder:
     def __init__(self, engine: Engine, evaluator_id: int, report: PairwiseReport) -> None:
         self.evaluator_id, self.report = evaluator_id, report
         self.altered: set[tuple[int, int, str, int]] = set()
-        self.last_flush = time.monotonic()
         self.writer = BatchWriter(engine, self._write_batch, name="pairwise-writer")
 
     def store(self, item: PairItem, values: dict[str, Any]) -> None:
@@ -126,9 +123,7 @@ class _Recorder:
 
     def _write_batch(self, session: Session, rows: list[dict[str, Any]]) -> None:
         upsert_pairwise(session=session, rows=rows)
-        if time.monotonic() - self.last_flush >= PROGRESS_EVERY_S:
-            self.record(session, None, None)
-            self.last_flush = time.monotonic()
+        self.record(session, None, None)  # in the same transaction: the counts match the rows
 
     def record(self, session: Session, status: str | None,
                error: BaseException | None) -> str | None:

@@ -13,7 +13,6 @@ items were set aside by a researcher and stay so).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -45,9 +44,6 @@ from elitr_core.prompts.assembly import (
 from elitr_core.vocab import JUDGE_SCALES, JUDGE_STYLES
 
 logger = logging.getLogger(__name__)
-
-#: Seconds between progress writes into the evaluator's config during a pass.
-PROGRESS_EVERY_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -190,14 +186,14 @@ def collect_items(
 
 
 class _PassRecorder:
-    """Writes the judgments (through a :class:`BatchWriter`), and the pass's counters every
-    few seconds, as they arrive."""
+    """Writes the judgments (through a :class:`BatchWriter`) and, in the same transaction, the
+    pass's counters: the Runs page's ``done`` is what is stored, never behind ``scored``."""
 
     def __init__(self, engine: Engine, evaluator_id: int, spec: JudgeSpec,
                  report: JudgeReport) -> None:
         self.engine, self.evaluator_id, self.spec = engine, evaluator_id, spec
         self.report = report
-        self.last_flush = time.monotonic()
+        self.written = 0  # judgments of this pass stored so far
         self.writer = BatchWriter(engine, self._write_batch, name="judge-writer")
 
     def write(self, item: JudgeItem, completion: Completion) -> None:
@@ -218,9 +214,8 @@ class _PassRecorder:
 
     def _write_batch(self, session: Session, rows: list[dict[str, Any]]) -> None:
         crud.upsert_judgments(session=session, rows=rows)
-        if time.monotonic() - self.last_flush >= PROGRESS_EVERY_S:
-            self._record(session, None, None)
-            self.last_flush = time.monotonic()
+        self.written += len(rows)
+        self._record(session, None, None)
 
     def record(self, session: Session, status: str | None,
                error: BaseException | None) -> str | None:
@@ -231,7 +226,10 @@ class _PassRecorder:
                 error: BaseException | None) -> str | None:
         r = self.report
         return record_pass(session, self.evaluator_id,
-                           {"todo": r.total - r.skipped, "done": r.asked, "ok": r.ok,
+                           {"todo": r.total - r.skipped,
+                            # while running: the judgments stored (those asked may wait in
+                            # the writer's queue); at the end every asked one is stored
+                            "done": r.asked if status is not None else self.written, "ok": r.ok,
                             "unparsed": r.unparsed, "altered": r.altered,
                             "usage": dict(r.usage)}, status, error)
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from pages.text import Markdown, code_span, md, plain
+from pages.text import Markdown, code_span, md, message, plain
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
 HELPER = ROOT / "pages" / "text.py"
-SAFE_CALLS = {"plain", "md", "code_span"}
+SAFE_CALLS = {"plain", "md", "code_span", "message"}
 # numbers are never Markdown: counts and sizes may be formatted directly
 NUMERIC_CALLS = {"len", "int", "float", "round", "sum", "abs", "min", "max"}
 
@@ -259,6 +259,12 @@ def test_the_scan_tells_escaped_from_unescaped_text(source: str, unsafe: bool,
 def test_plain_escapes_every_markdown_construct(raw: str, escaped: str) -> None:
     assert plain(raw) == escaped
     assert isinstance(plain(raw), Markdown) and plain(plain(raw)) == plain(raw)
+
+
+def test_a_message_shows_its_quoted_commands_as_code_not_backticks() -> None:
+    shown = message("no transcript: run `python -m elitr_core transcripts DIR` *first*")
+    assert shown == "no transcript: run `python -m elitr_core transcripts DIR` \\*first\\*"
+    assert message("one ` alone") == plain("one ` alone")  # nothing quoted: escaped whole
 
 
 def test_md_escapes_values_not_the_template() -> None:

@@ -125,7 +125,7 @@ def test_starting_a_background_fake_run_logs_and_the_run_appears(url: str,
     app.text_input(key="runs.meetings").input(",".join(MEETINGS))
     app.button[1].click().run()  # the form's Start button (the first is Refresh)
     assert not app.exception and not app.error
-    job = app.session_state["runs.last_job"]
+    job = jobs.last_job()
     assert job.argv[:3] == ["generate", "--backend", "fake"]
     assert job.log_path.parent == tmp_path / "logs" and job.log_path.exists()
     deadline = time.monotonic() + 120
@@ -164,7 +164,7 @@ def test_a_background_judge_pass_adds_scores_for_the_analyses(url: str) -> None:
     app.text_input(key="runs.evaluator").input("bg-judge")
     app.text_input(key="runs.judged").input("GPT-4")
     app.button[1].click().run()
-    job = app.session_state["runs.last_job"]
+    job = jobs.last_job()
     deadline = time.monotonic() + 120
     while jobs.process_alive(job.pid) and time.monotonic() < deadline:
         time.sleep(0.3)
@@ -189,12 +189,18 @@ def test_a_run_that_cannot_start_is_refused_with_the_reason_and_the_fix(
     app.radio(key="runs.kind").set_value("generate").run()
     app.selectbox(key="runs.backend").set_value("fake")
     app.button[1].click().run()
+    (error,) = [e.value for e in app.error]
+    assert "model name is empty" in error and '"Model"' in error and "--model" not in error
+    app.text_input(key="runs.model").input("some-model")
+    app.button[1].click().run()
     assert not app.exception
-    assert "runs.last_job" not in app.session_state  # nothing started
-    # as the browser shows it: the names in the message are escaped Markdown (pages.text)
-    (error,) = [e.value.replace("\\", "") for e in app.error]
+    assert jobs.last_job() is None  # nothing started
+    # as the browser shows it: the command a code span (no literal backticks, which escaped
+    # Markdown writes as \`), the form's field named instead of the CLI's --meetings
+    (error,) = [e.value for e in app.error]
     assert error.startswith("Not started:") and "no transcript" in error
-    assert "python -m elitr_core transcripts DIR" in error
+    assert "`python -m elitr_core transcripts DIR`" in error and "\\`" not in error
+    assert '"Meetings"' in error and "--" not in error
     assert not (tmp_path / "logs").exists()
     # an openai server that does not answer
     set_transcripts(bundled_sqlite)
@@ -207,13 +213,13 @@ def test_a_run_that_cannot_start_is_refused_with_the_reason_and_the_fix(
     # literal backticks or command-line flags in the advice
     assert "cannot reach the server at `http://127.0.0.1:9/v1`" in error
     assert "\u2060" not in error and "--" not in error
-    assert "vLLM" in error and "runs.last_job" not in app.session_state
+    assert "vLLM" in error and jobs.last_job() is None
     # an empty base URL is refused as empty, not as OpenAI's address that cannot be reached
     app.text_input(key="runs.base_url").input("  ")
     app.button[1].click().run()
     (error,) = [e.value for e in app.error]
     assert "base URL is empty" in error and "cannot reach" not in error
-    assert "runs.last_job" not in app.session_state
+    assert jobs.last_job() is None
 
 
 def test_progress_refreshes_itself_with_speed_and_eta_while_a_run_goes(
@@ -258,6 +264,47 @@ def test_the_job_command_reads_as_typed(url: str) -> None:
     app.radio(key="runs.kind").set_value("judge").run()
     app.selectbox(key="runs.backend").set_value("fake")
     app.button[1].click().run()
+    (error,) = [e.value for e in app.error]  # no demo judge filled in for you
+    assert '"Judge model" is empty' in error and jobs.last_job() is None
+    app.text_input(key="runs.judge_model").input("typed-judge")
+    app.text_input(key="runs.evaluator").input("typed-judge")
+    app.button[1].click().run()
     assert not app.exception and not app.error
     commands = [c.value for c in app.code if c.value.startswith("python -m elitr_core judge")]
     assert commands and "$ -m" not in " ".join(c.value for c in app.code)
+
+
+def test_the_last_job_outlives_the_session_and_the_form_starts_on_no_demo(
+        url: str, tmp_path: Path) -> None:
+    """A reload or a second tab (a new session) still shows the last job's command, log tail
+    and error; the form starts on a real backend with no model, and a judge pass's Split,
+    Setting and Mode read "all"."""
+    app = runs_page()
+    backend = app.selectbox(key="runs.backend")
+    assert backend.value != "fake" and backend.options[-1] == "fake"
+    assert app.text_input(key="runs.model").value == ""
+    app.radio(key="runs.kind").set_value("judge").run()
+    chosen = [s for s in app.selectbox if s.label in ("Split", "Setting", "Mode")]
+    assert len(chosen) == 3 and all(s.options[0] == "all" for s in chosen)
+    # a job that fails (the bundled data has no transcripts), started by another session,
+    # and the server restarted since (no exit status known)
+    job = jobs.start_job(["generate", "--backend", "fake", "--model", "m", "--split", "test2",
+                          "--setting", "qa", "--mode", "st"])
+    deadline = time.monotonic() + 120
+    while jobs.process_alive(job.pid) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    jobs._CHILDREN.pop(job.pid).wait()
+    second_tab = runs_page()
+    assert not second_tab.exception
+    shown = " ".join(m.value for m in second_tab.markdown)
+    assert "Last job" in shown and str(job.pid) in shown
+    assert any("python -m elitr_core generate --backend fake" in c.value
+               for c in second_tab.code)
+    assert any("transcript" in e.value for e in second_tab.error)
+
+
+def test_the_judge_table_shows_answers_per_second_and_eta(url: str) -> None:
+    judge_run(get_engine(url), JudgeSpec(judge_model="j", style="gpt4", evaluator="j",
+                                         models=("GPT-4",)), FakeBackend())
+    judges = runs_page().dataframe[1].value
+    assert {"answers/s", "eta"} <= set(judges.columns)

@@ -36,6 +36,8 @@ def _printf(fmt: str | None, value: Any, placeholder: str = "None") -> str:
         return placeholder  # the grid writes a null as its placeholder, "None" by default
     if fmt is None:
         return str(value)
+    if fmt == "localized":  # the browser's locale (en-US in the tests): 1,300
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,}"
     return fmt % value
 
 

@@ -121,3 +121,35 @@ def test_paths_that_are_not_readable_files(tmp_path: Path) -> None:
     with pytest.raises(DataFileError, match="more than the"):
         validation.read_bytes(big, max_bytes=1000)
     assert validation.read_text(big, max_bytes=2000) == " " * 2000
+
+
+def test_the_streaming_depth_scan_agrees_with_the_structure(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Issue 27 item 4: the chunked scan that replaced the regular expression for large texts
+    gives every valid document's true depth, whatever the chunk boundaries cut (escaped
+    quotes, backslash runs and brackets inside strings across chunks)."""
+    import json
+    import random
+
+    from elitr_core.data import validation
+
+    rng = random.Random(27)
+
+    def build(level: int) -> object:
+        roll = rng.random()
+        if level > 8 or roll < 0.3:
+            return "".join(rng.choice('[]{}"\\ab\n') for _ in range(rng.randint(0, 8)))
+        if roll < 0.65:
+            return [build(level + 1) for _ in range(rng.randint(0, 3))]
+        return {str(build(9)): build(level + 1) for _ in range(rng.randint(0, 3))}
+
+    def depth(value: object) -> int:
+        items = value if isinstance(value, list) else \
+            list(value.values()) if isinstance(value, dict) else None
+        return 0 if items is None else 1 + max(map(depth, items), default=0)
+
+    for _ in range(1500):
+        document = build(0)
+        data = json.dumps(document, ensure_ascii=rng.random() < 0.5).encode()
+        monkeypatch.setattr(validation, "_SCAN_CHUNK", rng.choice([1, 2, 3, 5, 8, 64, 4096]))
+        assert validation._scan_depth(data) == depth(document), data

@@ -66,6 +66,7 @@ def download_figure(fig: Any, name: str, *, key: str | None = None) -> None:
     key = key or f"download.{name}"
     cols = st.columns([1, 1, 7])
     for col, fmt in zip(cols[:2], ("png", "svg"), strict=True):
-        col.download_button(plain(fmt.upper()), partial(figure_bytes, fig, fmt),
+        # keep_warm: one Chromium for every download of this server, not one per figure
+        col.download_button(plain(fmt.upper()), partial(figure_bytes, fig, fmt, keep_warm=True),
                             file_name=f"{name}.{_SUFFIX[fmt]}", mime=_MIME[fmt],
                             key=f"{key}.{fmt}", icon=":material/image:", on_click="ignore")

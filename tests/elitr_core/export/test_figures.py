@@ -145,3 +145,26 @@ def test_browser_path_wins_and_is_checked(monkeypatch: pytest.MonkeyPatch,
     with pytest.raises(UserError, match="BROWSER_PATH"):
         figures.find_chromium()
     assert os.environ["BROWSER_PATH"].endswith("missing")
+
+
+def test_the_pages_renderer_keeps_one_browser_for_every_figure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """keep_warm (the pages' downloads): the first figure starts kaleido's server, the later
+    ones reuse its Chromium instead of starting one each (the time: bench/bench_figures.py)."""
+    import kaleido
+
+    fig = figures.calibration_plot(_calibration())
+    oneshots: list[object] = []
+    real_oneshot = kaleido._sync_server.oneshot_async_run
+    monkeypatch.setattr(kaleido._sync_server, "oneshot_async_run",
+                        lambda *a, **k: oneshots.append(a) or real_oneshot(*a, **k))
+    try:
+        png = figures.figure_bytes(fig, "png", keep_warm=True)
+        assert kaleido._global_server.is_running()
+        svg = figures.figure_bytes(fig, "svg", keep_warm=True)
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and b"<svg" in svg
+        assert oneshots == []  # no one-shot browser for either
+    finally:
+        kaleido.stop_sync_server(silence_warnings=True)
+    figures.figure_bytes(fig, "svg")  # a command's one-shot browser, as before
+    assert len(oneshots) == 1

@@ -99,26 +99,28 @@ def to_json(frame: pd.DataFrame) -> str:
                       allow_nan=False) + "\n"
 
 
+#: Every character LaTeX reads as markup, and its text command (one pass: a replacement is
+#: never escaped again, so ``\\`` is ``\textbackslash{}``, not ``\textbackslash\{\}``).
+#: ``<``, ``>``, ``|`` and ``"`` are markup-free but drawn as other glyphs in the default
+#: OT1 encoding; line breaks and tabs would end a paragraph (an error inside a table).
+_LATEX = str.maketrans({
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+    '"': r"\texttt{\char34}", "\n": " ", "\r": " ", "\t": " ",
+    **{chr(c): None for c in [*range(0x20), 0x7F] if chr(c) not in "\n\r\t"},
+})
+
+
 def _latex_escape(text: str) -> str:
-    for raw, escaped in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-        ("~", r"\textasciitilde{}"),
-        ("^", r"\textasciicircum{}"),
-    ):
-        text = text.replace(raw, escaped)
-    return text
+    """``text`` as LaTeX that prints it: every special character as its text command."""
+    return text.translate(_LATEX)
 
 
 def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | None = None) -> str:
-    """A booktabs table (needs ``\\usepackage{booktabs}``); numbers to 2 decimals, t to 3,
-    p-values in the APA style (``.056``, ``< .001``: ``display.format_p``)."""
+    """A booktabs table (needs ``\\usepackage{booktabs}``; names in scripts other than Latin
+    need XeLaTeX, see docs/security.md); numbers to 2 decimals, t to 3, p-values in the APA
+    style (``.056``, ``< .001``: ``display.format_p``)."""
     from elitr_core.export.display import format_p, is_p_column
 
     def cell(column: str, value: Any) -> str:

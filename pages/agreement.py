@@ -25,7 +25,7 @@ from pages.figures import show_figure
 from pages.filters import LEFT_OUT_KEY, cli_arguments, describe, narrowing, sidebar_filters
 from pages.messages import guarded, shown
 from pages.state import kept, open_tab
-from pages.tables import show_table
+from pages.tables import show_table, show_table_and_notes
 from pages.text import code_span, md, plain
 
 METHOD_KEY = "agreement.method"
@@ -150,7 +150,8 @@ with tab:
             st.caption("Reading after Koo & Li (2016): < 0.5 poor, 0.5-0.75 moderate, 0.75-0.9 "
                        "good, > 0.9 excellent.")
             st.text(icc_raters(scores, evaluators))  # plain text: annotator names are imported
-            show_table(icc.with_reading(icc_frame), key="agreement.icc-table")
+            show_table_and_notes(icc.with_reading(icc_frame), key="agreement.icc-table",
+                                 label=("raters", "group"))
             download_table(icc_frame, "icc", table="icc")
     elif tab_label == PAIR:
         left, right = st.columns(2)

@@ -101,7 +101,7 @@ BUILDERS = {table: build for tables in SECTIONS.values() for table, build in tab
 #: the columns shown first of the widest tables, so that they fit a 1366 px screen (the
 #: others, PPI's mean, lambda and the notes among them, behind the table's column picker)
 KEYS = {"ppi": ("split", "setting", "mode", "model", "n_labelled", "judge_mean", "human_mean",
-                "human_ci_low", "human_betting_ci_low", "ppipp_mean", "ppipp_ci_low", "note"),
+                "human_ci_low", "ppipp_mean", "ppipp_ci_low"),
         "ppi-active": ("split", "setting", "mode", "model", "n_labelled", "n_drawn_unscored",
                        "judge_mean", "active_mean", "active_ci_low")}
 
@@ -135,9 +135,10 @@ with tab:
                       "the human-scored ones, and prediction-powered means (PPI, and PPI++ with "
                       "the power-tuning lambda) that add the judge's view of the rest to the "
                       "human correction: unbiased, with 95% small-sample (Student t) "
-                      "intervals, and the human mean's betting interval, built for scores "
-                      "bounded by 1..10 (wider, but it keeps 95% where the t intervals do "
-                      "not: few human scores, or scores piled up at one end of the scale).")
+                      "intervals, and the human mean's betting interval (`human_betting_ci`, "
+                      "under Columns), built for scores bounded by 1..10: wider, but it keeps "
+                      "95% where the t intervals do not (few human scores, or scores piled up "
+                      "at one end of the scale).")
         if ppi is not None:
             if warning := small_sample_warning(ppi["n_labelled"], ppi["note"]):
                 st.warning(plain(warning))

@@ -31,7 +31,7 @@ from elitr_core.errors import UserError
 from pages.auth_ui import RESEARCHER, public_base_url, require_role
 from pages.data import database_url, forget_scores, get_engine_or_stop, score_cache
 from pages.messages import guarded
-from pages.tables import show_table
+from pages.tables import show_table, show_table_and_notes
 from pages.text import code_span, md, plain
 
 SELECTED_KEY = "studies.selected"
@@ -307,7 +307,8 @@ with status_tab:
             st.metric("Krippendorff's alpha (interval)", f"{agreement['alpha']:.3f}")
         for key in ("icc_per_meeting", "icc_overall"):
             if isinstance(agreement[key], pd.DataFrame):
-                show_table(agreement[key], key=f"studies.{key}-table")
+                show_table_and_notes(agreement[key], key=f"studies.{key}-table",
+                                     label=("group",))
         for message in agreement["messages"]:
             st.caption(plain(message))
     with st.expander("Guidelines: worked examples the annotators see"):

@@ -92,3 +92,19 @@ def selected_row(event: Any, frame: pd.DataFrame) -> pd.Series | None:
     if not rows or rows[0] >= len(frame):
         return None
     return frame.iloc[rows[0]]
+
+
+def show_table_and_notes(frame: pd.DataFrame, *, key: str, label: Sequence[str]) -> Any:
+    """:func:`show_table` with the ``note`` column behind the "Columns" picker and each
+    distinct note written under the table as plain text, after the ``label`` columns of its
+    first row (``raters``, ``group``): a long note would push the figures out of a 1366 px
+    window, and a note read under the table is read whole."""
+    notes = frame.get("note", pd.Series(dtype="string")).fillna("").astype(str)
+    event = show_table(frame, key=key, keys=[c for c in frame.columns if c != "note"])
+    shown: set[str] = set()
+    for index, note in notes.items():
+        if note and note not in shown:
+            shown.add(note)
+            where = " ".join(str(frame.at[index, c]) for c in label if c in frame.columns)
+            st.text(f"{where}: {note}" if where else note)
+    return event

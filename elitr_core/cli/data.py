@@ -47,7 +47,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             )
         if harness:
             skipped = import_harness_paths(session, harness, report, replace=args.replace,
-                                           partial=args.partial)
+                                           partial=args.partial, variant=args.variant)
     print(f"imported {report.summary()}")
     if skipped:
         print(f"left out {len(skipped)}:")
@@ -104,6 +104,9 @@ def register(sub: Any) -> None:
     p.add_argument("--partial", action="store_true",
                    help="import the answered samples of an unfinished or errored inspect_ai "
                    "log and list the others (refused without it)")
+    p.add_argument("--variant", default="", metavar="NAME",
+                   help="harness logs: store them as runs of this variant (tells apart two "
+                   "runs of one model and settings, e.g. with and without the LIE option)")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--password", default="utter", type=valid_text("password"),
                    help="password of encrypted ZIP archives (ELITR-Bench's: utter)")

@@ -48,25 +48,27 @@ def read_harness_file(path: Path, *, partial: bool = False) -> HarnessRun:
 
 
 def import_harness_paths(session: Session, paths: list[Path], report: ImportReport, *,
-                         replace: bool = False, partial: bool = False) -> list[str]:
-    """Read and store every harness file of ``paths``; the lines of what was left out."""
+                         replace: bool = False, partial: bool = False,
+                         variant: str = "") -> list[str]:
+    """Read and store every harness file of ``paths`` (as runs of ``variant``, which tells
+    apart two runs of one model, split, setting and mode); the lines of what was left out."""
     skipped: list[str] = []
     guard = Guard(replace, report)
     for path in paths:
         run = read_harness_file(path, partial=partial)
-        store_harness_run(session, run, report, guard)
+        store_harness_run(session, run, report, guard, variant=variant)
         report.files.append(path.name)
         skipped += run.skipped
     return skipped
 
 
 def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
-                      guard: Guard) -> int:
-    """Store one run with its answers and scores; its run id."""
-    model = _checked_key(run)
+                      guard: Guard, *, variant: str = "") -> int:
+    """Store one run (of ``variant``) with its answers and scores; its run id."""
+    model, variant = _checked_key(run, variant)
     questions = _question_ids(session, run)
     row = {"model": model, "setting": run.setting, "mode": run.mode, "split": run.split,
-           "seed": NO_SEED, "variant": "", "language": run.language,
+           "seed": NO_SEED, "variant": variant, "language": run.language,
            "backend": run.backend, "status": "done", "source": run.source[:512],
            "config": run.config}
     # no update columns: a run imported before keeps its config (a second import is a no-op)
@@ -86,7 +88,8 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
                            columns=["text"], where={"run_id": [run_id]})
     for (meeting, number), qid in questions.items():
         if qid in rows:
-            guard.check(path=run.source, what=f"the response of {model} to meeting {meeting} "
+            guard.check(path=run.source, what=f"the response of {_label(model, variant)} to "
+                        f"meeting {meeting} "
                         f"question {number}", stored=old.get((qid,)), new=rows[qid],
                         columns=["text"])
     crud.upsert(session=session, table=Response, rows=list(rows.values()),
@@ -97,17 +100,22 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
     return run_id
 
 
-def _checked_key(run: HarnessRun) -> str:
-    """The run's model name through the gate; its split, setting, mode and language known."""
+def _label(model: str, variant: str) -> str:
+    return f"{model} ({variant})" if variant else model
+
+
+def _checked_key(run: HarnessRun, variant: str) -> tuple[str, str]:
+    """The run's model name and variant through the gate; its split, setting, mode and
+    language known."""
     for name, value, allowed in (("split", run.split, SPLITS), ("setting", run.setting,
                                  SETTINGS), ("mode", run.mode, MODES),
                                  ("language", run.language, LANGUAGES)):
         if value not in allowed:
             raise DataFileError(run.source, f"{name} {value!r} is not one of "
                                 f"{', '.join(allowed)}")
-    checked = records.validate(records.RUN, {"model": run.model, "seed": 0}, path=run.source,
-                               labels={"model": "model name"})
-    return str(checked["model"])
+    checked = records.validate(records.RUN, {"model": run.model, "seed": 0, "variant": variant},
+                               path=run.source, labels={"model": "model name"})
+    return str(checked["model"]), str(checked["variant"])
 
 
 def _question_ids(session: Session, run: HarnessRun) -> dict[tuple[str, int], int]:

@@ -203,3 +203,25 @@ def test_an_imported_log_is_on_the_leaderboard_page(
     table = app.dataframe[0].value
     assert list(table.index) == [MODEL]
     assert float(table.loc[MODEL, "QA-st test2"]) == pytest.approx(sum(values) / len(values))
+
+
+def test_a_variant_tells_apart_two_runs_of_one_model_and_settings(
+        logs: dict[str, Path], bundled_sqlite: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.elitr_core.integrations.inspect_helpers import run_task
+
+    source = f"sqlite:///{logs['st'].parent.parent / 'source.db'}"
+    lie = run_task(source, tmp_path / "lie", mode="st", judge=None, length_instruction=True)
+    assert main(["import", str(logs["st"]), "--db", bundled_sqlite]) == 0
+    before = snapshot(bundled_sqlite)
+    assert main(["import", str(lie), "--db", bundled_sqlite]) == 2  # its answers differ
+    assert "is stored with text" in capsys.readouterr().err
+    assert snapshot(bundled_sqlite) == before
+    assert main(["import", "--variant", "lie", str(lie), "--db", bundled_sqlite]) == 0
+    found = rows(bundled_sqlite, "SELECT variant, count(*) FROM run JOIN response r ON "
+                 "r.run_id = run.id WHERE run.model = :m GROUP BY variant ORDER BY variant",
+                 m=MODEL)
+    assert found == [("", 28), ("lie", 28)]
+    lie_texts = [t for (t,) in rows(bundled_sqlite, "SELECT r.text FROM response r JOIN run "
+                                    "ON run.id = r.run_id WHERE run.variant = 'lie'")]
+    assert all("Answer this question with" in t for t in lie_texts)

@@ -13,6 +13,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from db.models import Evaluator, Meeting, PairwiseJudgment, Question, Response, Run, Score
+from db.queries import ScoreFilter, filter_runs, run_label
 
 
 def run_list(*, session: Session, include_imported: bool = False) -> list[Run]:
@@ -73,3 +74,21 @@ def unparsed_scores(*, session: Session, evaluator: str | None = None,
     if evaluator:
         stmt = stmt.where(col(Evaluator.slug) == evaluator)
     return [dict(row._mapping) for row in session.execute(stmt)]
+
+
+def interleaved_spans(*, session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
+    """One row per answer of an interleaved run (mode ``int2``, ``int3``, ...) under the run
+    filters of ``flt``: the columns that identify a response in the ``scores`` export
+    (``model`` the run's label, :func:`db.queries.run_label`), the run's own ``model`` as
+    ``base_model``, and the answer's metadata (``meta``, which holds its memory span)."""
+    stmt: Any = (
+        sa_select(col(Meeting.external_id).label("meeting"),
+                  col(Question.number).label("question_id"), col(Run.split),
+                  col(Run.setting), col(Run.mode), col(Run.seed), run_label().label("model"),
+                  col(Run.model).label("base_model"), col(Response.meta))
+        .join(Run, col(Run.id) == col(Response.run_id))
+        .join(Question, col(Question.id) == col(Response.question_id))
+        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
+        .where(col(Run.mode).like("int%"))
+        .order_by(col(Response.id)))
+    return [dict(row._mapping) for row in session.execute(filter_runs(stmt, flt))]

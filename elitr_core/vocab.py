@@ -11,6 +11,10 @@ takes as input: one row per scored (response, evaluator, annotator, sample).
 SPLITS: tuple[str, ...] = ("dev", "test2")
 SETTINGS: tuple[str, ...] = ("qa", "conv")
 MODES: tuple[str, ...] = ("st", "mt")
+#: Interleaved conversations (the LTM benchmark's method): K meetings' questions in one
+#: conversation, mode ``int2`` or ``int3`` (``generation/interleave.py``).
+INTERLEAVE_KS: tuple[int, ...] = (2, 3)
+INTERLEAVED_MODES: tuple[str, ...] = tuple(f"int{k}" for k in INTERLEAVE_KS)
 QUESTION_TYPES: tuple[str, ...] = ("who", "what", "when", "howmany")
 #: Where the answer lies in the transcript: beginning, middle, end, spread (several places).
 ANSWER_POSITIONS: tuple[str, ...] = ("B", "M", "E", "S")
@@ -160,6 +164,16 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "model", "setting", "evaluator", "n", "n_meetings", "mean_st", "mean_mt", "difference",
         "ci_low", "ci_high", "p", "wilcoxon", "p_naive", "note",
     ),
+    # interleaved conversations (stats/interleaving.py): isolated vs interleaved, score by span
+    "interleaving": (
+        "model", "run", "setting", "mode", "isolated", "evaluator", "n", "n_meetings",
+        "mean_isolated", "mean_interleaved", "difference", "ci_low", "ci_high", "p",
+        "wilcoxon", "p_naive", "note",
+    ),
+    "interleaving-span": (
+        "model", "setting", "evaluator", "bucket", "span_low", "span_high", "n", "n_meetings",
+        "mean_span", "mean", "slope", "ci_low", "ci_high", "p", "note",
+    ),
     # two runs question by question (e.g. a model and its retrieval run MODEL (bm25))
     "model-difference": (
         "model_a", "model_b", "setting", "mode", "evaluator", "n", "n_meetings", "mean_a",
@@ -196,6 +210,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 AUDIT_TABLES: tuple[str, ...] = (
     "ppi", "ppi-active", "ppi-budget", "ppi-designs", "recalibration", "judge-effects",
     "self-consistency", "turn-effect", "st-vs-mt", "length-controlled", "length-controlled-tau",
+    "interleaving", "interleaving-span",
 )
 """Tables of the judge audit (``export`` names)."""
 

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import streamlit as st
 
 from elitr_core.export import audit_figures, views
-from elitr_core.export.judge_audit import AuditOptions, ppi_rankings
+from elitr_core.export.judge_audit import NEEDS_SPANS, AuditOptions, ppi_rankings
 from elitr_core.stats.intervals import small_sample_warning
 from elitr_core.stats.recalibration import recalibrated_scores
 from elitr_core.vocab import ANSWER_POSITIONS_NOTE
@@ -47,7 +47,8 @@ SECTIONS = {PPI: (("ppi", audit_figures.ppi_estimates),),
             LENGTH: (("length-controlled", audit_figures.length_controlled_plot),
                      ("length-controlled-tau", None)),
             CONSISTENCY: (("self-consistency", None),),
-            CONVERSATION: (("turn-effect", audit_figures.turn_plot), ("st-vs-mt", None))}
+            CONVERSATION: (("turn-effect", audit_figures.turn_plot), ("st-vs-mt", None),
+                           ("interleaving", None), ("interleaving-span", None))}
 
 
 @declare_views
@@ -60,6 +61,8 @@ def default_views(d: Defaults) -> Iterator[View]:
 
     def views_of(tab: str) -> None:
         for table, build in SECTIONS[tab]:
+            if table in NEEDS_SPANS and not views.has_interleaved(scores_frame(d.flt)):
+                continue  # no interleaved run: the section says so, nothing to warm
             frame = export_table(table, d.flt, audit=options)
             if build is not None:
                 cached_figure(build, frame)
@@ -209,3 +212,19 @@ with tab:
                 "per model, bootstrap interval over meetings, p from a sign-flip test over "
                 "meetings (p_naive: Wilcoxon over questions taken as independent). Needs "
                 "both modes in the filters.", title="Single-turn versus multi-turn")
+        if views.has_interleaved(scores_frame(flt)):
+            section("interleaving",
+                    "The same question asked isolated (the model's mt run in the same setting, "
+                    "and its QA-st run) and inside an interleaved conversation of K meetings "
+                    "(mode int2/int3, `generate --interleave`): mean of interleaved - isolated, "
+                    "interval and p over meetings as above.", title="Isolated versus interleaved")
+            section("interleaving-span",
+                    "Interleaved answers by memory span (tokens between the transcript and the "
+                    "question) in 4k buckets, and the trend: score per 1,000 tokens, OLS with "
+                    "errors clustered by meeting (t-test on meetings - 1 degrees of freedom).",
+                    title="Score against memory span")
+        else:
+            st.subheader("Isolated versus interleaved")
+            st.info("No interleaved run under the filters: `generate --interleave 2 --span "
+                    "TOKENS` makes one (mode int2); then the same questions isolated versus "
+                    "interleaved, and the score against memory span, show here.")

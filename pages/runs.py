@@ -10,7 +10,7 @@ from elitr_core.data.database import reading
 from elitr_core.errors import UserError
 from elitr_core.generation import jobs, preflight
 from elitr_core.generation import status as run_status
-from elitr_core.vocab import JUDGE_STYLES, LANGUAGES, PAIRWISE_STYLES
+from elitr_core.vocab import INTERLEAVE_KS, JUDGE_STYLES, LANGUAGES, PAIRWISE_STYLES
 from pages import warm
 from pages.auth_ui import RESEARCHER, require_role
 from pages.data import clear_caches, get_engine_or_stop
@@ -176,6 +176,12 @@ with st.form("runs.start"):
         options["length_instruction"] = right.checkbox("Length instruction")
         options["meetings"] = st.text_input("Meetings (comma-separated, empty: all)",
                                             key="runs.meetings")
+        options["interleave"] = left.selectbox(
+            "Interleave (mode mt)", [None, *INTERLEAVE_KS], key="runs.interleave",
+            format_func=lambda k: "no" if k is None else f"{k} meetings a conversation",
+            help="The LTM benchmark's method: K meetings' questions in one conversation")
+        options["span"] = mid.number_input("Memory span (tokens; interleave)", min_value=0,
+                                           step=1000, key="runs.span") or None
     else:
         options["judge_model"] = left.text_input("Judge model", key="runs.judge_model",
                                                  placeholder="the name the server knows it by")

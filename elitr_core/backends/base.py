@@ -114,6 +114,13 @@ class Backend(abc.ABC):
 
     #: Short backend name stored in the run config (``hf``, ``openai``, ``fake``).
     name: str = "backend"
+    #: What :meth:`count_tokens` counts (stored with an interleaved run's memory span).
+    token_unit: str = "whitespace words"
+
+    def count_tokens(self, text: str) -> int:
+        """The length of ``text`` in :attr:`token_unit` (an interleaved run's memory span):
+        whitespace-separated words unless the backend holds its model's tokenizer."""
+        return len(text.split())
 
     @abc.abstractmethod
     def generate(self, conversations: Sequence[Conversation], decoding: DecodingConfig,

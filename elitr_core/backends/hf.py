@@ -97,6 +97,7 @@ class HFBackend(Backend):
     """
 
     name = "hf"
+    token_unit = "tokens (the model's tokenizer)"
 
     def __init__(
         self,
@@ -221,6 +222,10 @@ class HFBackend(Backend):
             ) from error
         return list(self.tokenizer(text, add_special_tokens=False).input_ids)
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` by the model's tokenizer (``token_unit``)."""
+        return len(self.tokenizer(text, add_special_tokens=False).input_ids)
+
     def prompt_ids(self, messages: Sequence[Message], decoding: DecodingConfig) -> list[int]:
         """Encode, then check the prompt fits the context next to ``max_new_tokens``."""
         ids = self.encode(messages)
@@ -247,13 +252,8 @@ class HFBackend(Backend):
         return truncate_tokens(ids, limit, self.truncation)
 
     # ----------------------------------------------------------------- model calls
-    def _forward(
-        self,
-        input_ids: torch.Tensor,
-        cache: DynamicCache,
-        attention_mask: torch.Tensor,
-        position_ids: torch.Tensor,
-    ) -> torch.Tensor:
+    def _forward(self, input_ids: torch.Tensor, cache: DynamicCache,
+                 attention_mask: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
         """Run the model on new tokens after ``cache``; return last-position logits (rows x V)."""
         output = self.model(
             input_ids=input_ids,
@@ -299,13 +299,9 @@ class HFBackend(Backend):
         """The answer of a finished row: its text (the stop token left out) and usage."""
         answer = row.generated[:-1] if row.finish_reason == "stop" else row.generated
         text = self.tokenizer.decode(answer, skip_special_tokens=True).strip()
-        return Completion(
-            text=text,
-            prompt_tokens=len(row.prompt),
-            completion_tokens=len(row.generated),
-            cached_tokens=row.cached_tokens,
-            finish_reason=row.finish_reason,
-        )
+        return Completion(text=text, prompt_tokens=len(row.prompt),
+                          completion_tokens=len(row.generated), cached_tokens=row.cached_tokens,
+                          finish_reason=row.finish_reason)
 
     # ----------------------------------------------------------------- the protocol
     @classmethod

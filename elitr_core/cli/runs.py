@@ -18,6 +18,7 @@ from elitr_core.cli.options import SEVERAL, WHOLE, ListOption, db_option
 from elitr_core.errors import UserError
 from elitr_core.passes.records import DEFAULT_SEED
 from elitr_core.vocab import (
+    INTERLEAVE_KS,
     JUDGE_STYLES,
     LANGUAGES,
     MODES,
@@ -134,6 +135,7 @@ def register(sub: Any) -> None:
                    help="bm25: chunks kept per question (default 4)")
     p.add_argument("--chunk-tokens", type=int, default=500, metavar="M",
                    help="bm25: at most M words per chunk (default 500)")
+    _interleave_options(p)
     _common(p)
     p.set_defaults(handler=cmd_generate)
 
@@ -168,6 +170,32 @@ def register(sub: Any) -> None:
                    help="cream: at most K key facts per comparison (default 16)")
     _common(p)
     p.set_defaults(handler=cmd_judge)
+
+
+def _interleave_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interleave", type=int, choices=INTERLEAVE_KS, metavar="K",
+                   help="the LTM benchmark's method: K (2 or 3) meetings' transcripts in one "
+                   "conversation (grouped from --seed), their questions interleaved (mode "
+                   "intK, with --mode mt or none)")
+    p.add_argument("--span", type=int, default=0, metavar="TOKENS",
+                   help="interleave: memory span, the tokens between a transcript and its "
+                   "questions, set with filler question/answer pairs (default 0: none)")
+    p.add_argument("--switch-every", type=int, default=1, metavar="N",
+                   help="interleave: switch meeting every N questions (default 1)")
+    p.add_argument("--name-meetings", action="store_true",
+                   help="interleave: each question names its meeting (Meeting A, B, C)")
+
+
+def _interleaving(args: argparse.Namespace) -> Any:
+    """The run's interleaving settings (None without --interleave)."""
+    from elitr_core.generation.spec import Interleaving
+
+    if args.interleave is None:
+        if args.span or args.switch_every != 1 or args.name_meetings:
+            raise UserError("--span, --switch-every and --name-meetings shape an interleaved "
+                            "run: add --interleave 2 or 3")
+        return None
+    return Interleaving(args.interleave, args.span, args.switch_every, args.name_meetings)
 
 
 def _setup_logging(path: str | None) -> None:
@@ -244,7 +272,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
             raise UserError("--task summary takes no --setting and only --mode st: one summary "
                             "per meeting, asked alone")
         setting, mode = "summary", "st"
-    elif setting is None or mode is None:
+    elif args.interleave is not None and mode is None:
+        mode = "mt"
+    if setting is None or mode is None:
         raise UserError("generate needs --setting qa|conv and --mode st|mt (or --task summary)")
     spec = GenerationSpec(
         model=args.model, setting=setting, mode=mode, split=args.split, task=args.task,
@@ -253,6 +283,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         system_prompt=args.system_prompt, qa_markers=args.qa_markers,
         length_instruction=args.length_instruction, truncation=args.truncation,
         context=args.context, top_k=args.top_k, chunk_tokens=args.chunk_tokens,
+        interleave=_interleaving(args),
     ).checked()
     _setup_logging(args.log)
     engine = open_database(args.db)

@@ -67,3 +67,18 @@ def unscored_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:
     unparsed = ScoreFilter(**{**flt.__dict__, "status": "unparsed"})
     columns = [c for c in SCORE_COLUMNS if c != "score"] + ["reason"]
     return pd.DataFrame(score_rows(session, unparsed), columns=[*columns])[columns]
+
+
+def span_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:
+    """The interleaved runs' answers under ``flt``: the columns that identify a response in
+    the ``scores`` table, the run's own ``base_model`` and the answer's memory ``span`` (empty
+    where none was recorded), for ``stats.interleaving``."""
+    from db.runs import interleaved_spans
+
+    columns = ["meeting", "question_id", "split", "setting", "mode", "seed", "model",
+               "base_model"]
+    rows = interleaved_spans(session=session, flt=flt)
+    frame = pd.DataFrame(rows, columns=[*columns, "meta"])
+    frame["span"] = pd.array([(meta or {}).get("span") for meta in frame["meta"]],
+                             dtype="Float64")
+    return frame.drop(columns="meta")

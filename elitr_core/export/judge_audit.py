@@ -16,6 +16,8 @@ from elitr_core.vocab import AUDIT_TABLES  # re-exported: the names live in voca
 
 #: Tables whose judge effects need the response texts (their length in words).
 NEEDS_LENGTHS: tuple[str, ...] = ("judge-effects", "length-controlled", "length-controlled-tau")
+#: Tables that read the interleaved answers' memory spans (``data.scores.span_table``).
+NEEDS_SPANS: tuple[str, ...] = ("interleaving", "interleaving-span")
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def _texts(lengths: pd.DataFrame | None) -> pd.DataFrame:
 
 def _required(frame: pd.DataFrame | None, table: str) -> pd.DataFrame:
     if frame is None:
-        raise UserError(f"internal: {table} was built without its study's probabilities")
+        raise UserError(f"internal: {table} was built without the data it reads")
     return frame
 
 
@@ -143,16 +145,19 @@ def study_of(human: str) -> str:
 
 def audit_table(name: str, df: pd.DataFrame, options: AuditOptions,
                 lengths: pd.DataFrame | None = None,
-                probabilities: pd.DataFrame | None = None) -> pd.DataFrame:
+                probabilities: pd.DataFrame | None = None,
+                spans: pd.DataFrame | None = None) -> pd.DataFrame:
     """Build one judge-audit table from the long scores frame.
 
     ``lengths``: response word counts (``judge-effects``); ``probabilities``: the selection
-    probabilities of a sampled study's items (``ppi-active``).
+    probabilities of a sampled study's items (``ppi-active``); ``spans``: the interleaved
+    answers' memory spans (``interleaving``, ``interleaving-span``).
     """
     from elitr_core.stats import (
         active,
         consistency,
         conversation,
+        interleaving,
         ppi,
         ppi_designs,
         recalibration,
@@ -177,6 +182,10 @@ def audit_table(name: str, df: pd.DataFrame, options: AuditOptions,
         "length-controlled-tau": lambda: _length_controlled(df, o, lengths)[1],
         "turn-effect": lambda: conversation.turn_effect(df, o.replicates, o.seed, o.confidence),
         "st-vs-mt": lambda: conversation.st_vs_mt(df, o.replicates, o.seed, o.confidence),
+        "interleaving": lambda: interleaving.isolated_vs_interleaved(
+            df, _required(spans, "interleaving"), o.replicates, o.seed, o.confidence),
+        "interleaving-span": lambda: interleaving.span_trend(
+            df, _required(spans, "interleaving-span"), confidence=o.confidence),
     }
     if name not in builders:
         raise UserError(f"unknown judge-audit table {name!r}: choose one of "

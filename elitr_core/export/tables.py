@@ -12,7 +12,13 @@ from sqlmodel import Session
 from db.queries import ScoreFilter, differentiating_keys
 from elitr_core.data.scores import scores_table, unscored_table
 from elitr_core.errors import UserError
-from elitr_core.export.judge_audit import AUDIT_TABLES, NEEDS_LENGTHS, AuditOptions, audit_table
+from elitr_core.export.judge_audit import (
+    AUDIT_TABLES,
+    NEEDS_LENGTHS,
+    NEEDS_SPANS,
+    AuditOptions,
+    audit_table,
+)
 from elitr_core.vocab import (
     EXPORT_COLUMNS,
     TABLE_NAMES,  # re-exported: the names live in vocab
@@ -135,7 +141,11 @@ def _audit(name: str, session: Session, flt: ScoreFilter, scores: pd.DataFrame,
 
     if groups and not audit.groups:
         audit = replace(audit, groups=groups)
-    lengths = probabilities = None
+    lengths = probabilities = spans = None
+    if name in NEEDS_SPANS:
+        from elitr_core.data.scores import span_table
+
+        spans = span_table(session, flt)
     if name in NEEDS_LENGTHS:
         lengths = response_lengths(pd.DataFrame(response_rows(session, flt)))
     if name == "ppi-active":
@@ -143,7 +153,7 @@ def _audit(name: str, session: Session, flt: ScoreFilter, scores: pd.DataFrame,
         from elitr_core.export.judge_audit import study_of
 
         probabilities = study_probabilities(session, study_of(audit.human))
-    return audit_table(name, scores, audit, lengths, probabilities)
+    return audit_table(name, scores, audit, lengths, probabilities, spans)
 
 
 def stat_table(

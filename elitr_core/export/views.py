@@ -13,7 +13,7 @@ import pandas as pd
 
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.frame import RESPONSE_KEY, per_response, wide_by_evaluator
-from elitr_core.vocab import SPLIT_ORDER
+from elitr_core.vocab import INTERLEAVED_MODES, SPLIT_ORDER
 
 """Column order of the splits in the paper's main table."""
 
@@ -29,6 +29,12 @@ def evaluators_in(scores: pd.DataFrame) -> list[str]:
     """Evaluator slugs present in a scores table, humans last (gold before silver)."""
     found = sorted(scores["evaluator"].dropna().unique().tolist())
     return sorted(found, key=lambda slug: (slug.endswith("-human"), slug))
+
+
+def has_interleaved(scores: pd.DataFrame) -> bool:
+    """Whether a scores table holds an interleaved run's scores (mode ``int2``/``int3``), the
+    data of the ``interleaving`` tables."""
+    return bool(scores["mode"].astype(str).isin(INTERLEAVED_MODES).any())
 
 
 def mean_std_labels(mean: pd.DataFrame, std: pd.DataFrame, *, digits: int = 2) -> pd.DataFrame:

@@ -43,6 +43,11 @@ def check_job(session: Session, kind: str, options: Mapping[str, Any]) -> None:
             if not str(options.get(name) or "").strip():
                 raise UserError(f'"{field}" is empty: fill it in (the judge model as the '
                                 "server knows it; the evaluator's name in every table)")
+    if kind == "generate" and (options.get("interleave") or options.get("span")):
+        if not options.get("interleave") or options.get("mode") != "mt":
+            raise UserError("an interleaved run asks K meetings' questions in one conversation: "
+                            "choose Interleave 2 or 3 meetings with mode mt (a memory span "
+                            "needs Interleave)")
     if kind == "generate":
         if not str(options.get("model") or "").strip():
             raise UserError('the model name is empty: fill in "Model" (the name the server '

@@ -34,9 +34,13 @@ from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
 from elitr_core.data.model_text import as_generated, storable_row
 from elitr_core.errors import UserError
-from elitr_core.generation.retrieval import (
-    question_context,
+from elitr_core.generation.interleave import (
+    Interleaved,
+    ask_interleaved,
+    conversations,
+    plan_run,
 )
+from elitr_core.generation.retrieval import question_context
 from elitr_core.generation.spec import (
     GenerationSpec,
     MeetingWork,
@@ -66,7 +70,7 @@ logger = logging.getLogger(__name__)
 #: Config keys that must match when a stored run is resumed (they shape every answer).
 IDENTITY_KEYS: tuple[str, ...] = (
     "backend_name", "decoding", "chat_template", "system_prompt", "qa_markers",
-    "length_instruction", "truncation", "prompt_hash", "context", "task",
+    "length_instruction", "truncation", "prompt_hash", "context", "task", "interleave",
 )
 
 
@@ -109,9 +113,9 @@ def prepare_run(engine: Engine, spec: GenerationSpec, backend: Backend,
     identity = spec.identity(backend)
     # the typed gate: the stored name, seed and variant within their columns, names clean
     checked = records.check_options(records.RUN, {"model": spec.model, "seed": spec.seed,
-                                                  "variant": spec.variant}, what="run")
-    key = {"model": checked["model"], "setting": spec.setting, "mode": spec.mode,
-           "split": spec.split, "seed": checked["seed"], "variant": checked.get("variant", ""),
+                                                  "variant": spec.run_variant}, what="run")
+    key = {"model": checked["model"], "setting": spec.setting, "mode": spec.run_mode,
+           "split": spec.split, "seed": checked["seed"], "variant": spec.run_variant,
            "language": spec.language}
     with writing(engine) as session:
         crud.upsert_run(session=session, key=key,
@@ -175,8 +179,11 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
     run_id = prepare_run(engine, spec, backend, work)
     report = GenerationReport(run_id=run_id, label=_label(spec))
     done = stored_answers(engine, run_id)
-    report.total = sum(len(w.questions) for w in work)
-    report.skipped = sum(1 for w in work for q in w.questions if q.question_id in done)
+    interleaved = _interleaved(engine, run_id, spec, backend, work)
+    asked = ([q for c in interleaved for q in c.questions] if spec.interleave
+             else [q for w in work for q in w.questions])
+    report.total = len(asked)
+    report.skipped = sum(1 for q in asked if q.question_id in done)
     logger.info("%s: %d to ask, %d already stored", report.label,
                 report.total - report.skipped, report.skipped)
     writer = BatchWriter(engine, _store_answers, name="answer-writer")
@@ -195,7 +202,10 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
         lifecycle.stored()
 
     with lifecycle.running(report.label):
-        if spec.mode == "st":
+        if spec.interleave is not None:
+            ask_interleaved(spec.interleave, spec.decoding, lifecycle, backend, interleaved,
+                            done, write)
+        elif spec.mode == "st":
             _single_turn(spec, lifecycle, backend, work, done, write)
         else:
             _multi_turn(spec, lifecycle, backend, work, done, write)
@@ -242,6 +252,41 @@ def _multi_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend
                   lambda item, turn, c: write(item[0].questions[turn], c, {"turn": turn}))
 
 
+def _interleaved(engine: Engine, run_id: int, spec: GenerationSpec, backend: Backend,
+                 work: Sequence[MeetingWork]) -> list[Interleaved]:
+    """An interleaved run's conversations (none for another run), planned and stored on its
+    first call; the questions it expects are those of its conversations (a meeting left over
+    from the grouping is not asked).
+
+    Raises
+    ------
+    UserError
+        A resumed run asked for other meetings than its stored conversations hold.
+    """
+    if spec.interleave is None:
+        return []
+    with writing(engine) as session:
+        run = bq.run_by_id(session=session, run_id=run_id)
+        assert run is not None
+        config = dict(run.config)
+        plan = config.get("interleave_plan")
+        meetings = sorted(w.meeting for w in work)
+        if plan is None:
+            plan = plan_run(work, spec.interleave, spec.seed, backend.count_tokens,
+                            max_new_tokens=spec.decoding.max_new_tokens,
+                            qa_markers=spec.qa_markers)
+        elif sorted([*(m for g in plan["groups"] for m in g["meetings"]),
+                     *plan["left_out"]]) != meetings:
+            raise UserError(f"{_label(spec)} is stored with other meetings: rerun with the "
+                            "stored --meetings to resume, or add --variant NAME")
+        config["interleave_plan"] = plan
+        config["questions"] = sum(len(g["order"]) for g in plan["groups"])
+        run.config = config
+        crud.save(session=session, rows=[run])
+    return conversations(plan, work, spec.interleave, spec.seed, backend.count_tokens,
+                         qa_markers=spec.qa_markers)
+
+
 def _record_end(session: Session, status: str | None, error: BaseException | None, *,
                 run_id: int) -> str | None:
     """Record the end of a call: ``done`` when every expected question is answered, and how
@@ -265,7 +310,10 @@ def _record_end(session: Session, status: str | None, error: BaseException | Non
 
 
 def _label(spec: GenerationSpec) -> str:
+    """``MODEL Conv-mt dev seed 0``; an interleaved run's span after its mode
+    (``MODEL Conv-int2 16k dev seed 0``)."""
     extra = "".join(f" {k} {v}" for k, v in (("variant", spec.variant),
                                              ("language", spec.language)) if v and v != "en")
-    return (f"{spec.model} {setting_mode_label(spec.setting, spec.mode)} {spec.split} "
-            f"seed {spec.seed}{extra}")
+    span = f" {spec.interleave.span_label()}" if spec.interleave and spec.interleave.span else ""
+    return (f"{spec.model} {setting_mode_label(spec.setting, spec.run_mode)}{span} "
+            f"{spec.split} seed {spec.seed}{extra}")

@@ -4,7 +4,7 @@ meetings with their transcripts and questions in the run's language and setting
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sqlmodel import Session
@@ -17,7 +17,41 @@ from elitr_core.errors import UserError
 from elitr_core.generation.retrieval import CONTEXT_POLICIES, DEFAULT_CHUNK_TOKENS, DEFAULT_TOP_K
 from elitr_core.passes.records import DEFAULT_SEED
 from elitr_core.prompts.assembly import protocol_prompt_hash, reference_word_count
-from elitr_core.vocab import LANGUAGES, MODES, SETTINGS, SPLITS, TASKS
+from elitr_core.vocab import INTERLEAVE_KS, LANGUAGES, MODES, SETTINGS, SPLITS, TASKS
+
+
+@dataclass(frozen=True)
+class Interleaving:
+    """An interleaved run's settings: ``k`` meetings a conversation, the memory ``span`` in
+    tokens (0: no filler), a switch of meeting every ``switch`` questions, and whether each
+    question names its meeting (``named``)."""
+
+    k: int
+    span: int = 0
+    switch: int = 1
+    named: bool = False
+
+    def checked(self) -> Interleaving:
+        """These settings, or a :class:`UserError` naming the bad one."""
+        if self.k not in INTERLEAVE_KS:
+            raise UserError(f"--interleave takes 2 or 3 meetings a conversation, got {self.k}")
+        if self.span < 0 or self.switch < 1:
+            raise UserError(f"--span must be >= 0 tokens and --switch-every >= 1 question "
+                            f"(got {self.span}, {self.switch})")
+        return self
+
+    @property
+    def mode(self) -> str:
+        """The run's mode: ``int2`` or ``int3`` (its label ``Conv-int2``)."""
+        return f"int{self.k}"
+
+    def span_label(self) -> str:
+        """``16k`` for 16000 tokens, ``16.384k`` for 16384, ``""`` without a span."""
+        return f"{self.span / 1000:g}k" if self.span else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the run's identity records."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -46,6 +80,19 @@ class GenerationSpec:
     task: str = "qa"
     top_k: int = DEFAULT_TOP_K
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS
+    interleave: Interleaving | None = None
+
+    @property
+    def run_mode(self) -> str:
+        """The mode in the run's key: ``mode``, or ``int2``/``int3`` when interleaved."""
+        return self.interleave.mode if self.interleave else self.mode
+
+    @property
+    def run_variant(self) -> str:
+        """The variant in the run's key: an interleaved run's span (``16k``) before
+        ``variant``, so runs at two spans are two runs (and two rows of every table)."""
+        span = self.interleave.span_label() if self.interleave else ""
+        return " ".join(part for part in (span, self.variant) if part)
 
     def context_policy(self) -> dict[str, Any] | None:
         """The retrieval policy recorded with the run (``None``: the whole transcript)."""
@@ -88,7 +135,19 @@ class GenerationSpec:
             if self.top_k < 1 or self.chunk_tokens < 1:
                 raise UserError(f"--top-k and --chunk-tokens must be positive (got "
                                 f"{self.top_k}, {self.chunk_tokens})")
+        if self.interleave is not None:
+            self._check_interleaving(self.interleave)
         return replace(self, decoding=replace(d, seed=self.seed))
+
+    def _check_interleaving(self, interleave: Interleaving) -> None:
+        interleave.checked()
+        if self.mode != "mt" or self.task != "qa" or self.context != "full":
+            raise UserError("--interleave asks the questions of K meetings in one "
+                            "conversation: use it with --mode mt, --task qa and --context full")
+        if self.system_prompt:
+            raise UserError("--system-prompt holds one transcript; an interleaved "
+                            "conversation gives each transcript in its own user message: "
+                            "leave --system-prompt out")
 
     def identity(self, backend: Backend) -> dict[str, Any]:
         """The settings that shape every answer; a resumed run must have the same."""
@@ -104,6 +163,8 @@ class GenerationSpec:
             "context": self.context_policy(),
             "task": {"task": "summary", "request": SUMMARY_REQUEST}
             if self.task == "summary" else None,
+            "interleave": None if self.interleave is None else {
+                **self.interleave.to_dict(), "span_unit": backend.token_unit},
         }
 
 

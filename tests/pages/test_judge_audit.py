@@ -148,3 +148,34 @@ def test_says_when_no_t_interval_is_to_be_trusted(app: AppTest) -> None:
     ppi = app.dataframe[0].value.set_index("model")
     assert "82 of 130 human scores are 9-10" in ppi.loc["GPT-4", "note"]
     assert "piled up" not in str(ppi.loc["LongAlpaca-7B", "note"])
+
+
+def test_conversation_tab_shows_the_interleaving_tables_as_the_cli(
+        bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Fake Conv-mt, QA-st and Conv-int2 runs of four meetings judged by the fake judge: the
+    Conversation tab's interleaving tables are the CLI's bytes."""
+    from elitr_core.cli.main import main
+    from tests.elitr_core.run_helpers import set_transcripts
+
+    four = ",".join(f"meeting_en_test2_{i:03d}" for i in range(1, 5))
+    set_transcripts(bundled_sqlite, tuple(four.split(",")))
+    for args in (("--setting", "conv", "--mode", "mt"), ("--setting", "qa", "--mode", "st"),
+                 ("--setting", "conv", "--interleave", "2", "--span", "3000")):
+        assert main(["generate", "--backend", "fake", "--model", "demo", "--split", "test2",
+                     "--meetings", four, *args, "--db", bundled_sqlite]) == 0
+    assert main(["judge", "--backend", "fake", "--judge-model", "fj", "--style", "gpt4",
+                 "--evaluator", "fake-judge", "--model", "demo", "--db", bundled_sqlite]) == 0
+    app = open_page(bundled_sqlite, monkeypatch, "judge_audit")
+    app = set_filters(app, evaluators=["fake-judge", "gpt-4"])
+    app.selectbox(key="audit.judge").set_value("fake-judge").run()
+    app.selectbox(key="audit.human").set_value("gpt-4").run()
+    open_tab(app, SECTION, TABS["st-vs-mt"])
+    assert not app.exception and not messages(app)["error"]
+    paired = next(d.value for d in app.dataframe if "isolated" in d.value.columns)
+    assert set(paired["isolated"]) == {"Conv-mt", "QA-st"}
+    assert set(paired["run"]) == {"demo (3k)"}
+    options = ("--evaluator", "fake-judge", "--evaluator", "gpt-4", "--judge", "fake-judge",
+               "--human", "gpt-4")
+    for table in ("interleaving", "interleaving-span"):
+        assert download_bytes(app, f"download.{table}.csv") == cli_export(
+            bundled_sqlite, table, tmp_path / f"{table}.csv", *options), table

@@ -308,3 +308,29 @@ def test_the_judge_table_shows_answers_per_second_and_eta(url: str) -> None:
                                          models=("GPT-4",)), FakeBackend())
     judges = runs_page().dataframe[1].value
     assert {"answers/s", "eta"} <= set(judges.columns)
+
+
+def test_an_interleaved_run_starts_from_the_form_and_a_bad_one_is_refused(url: str) -> None:
+    app = runs_page()
+    app.radio(key="runs.kind").set_value("generate").run()
+    app.selectbox(key="runs.backend").set_value("fake")
+    app.text_input(key="runs.model").input("interleaved-model")
+    app.text_input(key="runs.meetings").input(",".join(MEETINGS))
+    app.selectbox(key="runs.interleave").set_value(2)
+    app.number_input(key="runs.span").set_value(5000)
+    app.button[1].click().run()  # mode st: refused before anything starts
+    (error,) = [e.value.replace("\\", "") for e in app.error]
+    assert "Interleave 2 or 3 meetings with mode mt" in error
+    assert jobs.last_job() is None
+    next(s for s in app.selectbox if s.label == "Mode").set_value("mt")
+    app.button[1].click().run()
+    assert not app.exception and not app.error
+    job = jobs.last_job()
+    assert job.argv[job.argv.index("--interleave") + 1] == "2"
+    assert job.argv[job.argv.index("--span") + 1] == "5000"
+    deadline = time.monotonic() + 120
+    while jobs.process_alive(job.pid) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert jobs.exit_code(job.pid) == 0, job.log_path.read_text()
+    log = job.log_path.read_text()
+    assert "interleaved-model QA-int2 5k test2" in log and "28 answer(s) written" in log

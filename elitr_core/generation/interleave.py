@@ -1,0 +1,312 @@
+"""Interleaved conversations at a set memory span: the LTM benchmark's method on ELITR-Bench.
+
+The LTM benchmark (Castillo-Bolado et al., 2024) asks several tasks inside one long
+conversation, their messages interleaved and spread apart by distraction so that the *memory
+span* (tokens between the information and the question that needs it) is set. Here a task is
+a meeting: one conversation holds the transcripts of K meetings (grouped at random from the
+run's seed, the grouping stored with the run), then asks their questions interleaved, switching
+meeting every ``switch`` questions. The span is set by distraction placed after each
+transcript: the other meetings' transcripts and questions, and filler question/answer pairs
+(sums of numbers, made from the seed) that sit in the conversation as fixed messages and are
+never asked, stored as answers or scored.
+
+Layout of one conversation (``T``: a transcript message and its fixed acknowledgement,
+``F``: filler pairs, ``q``: the interleaved questions, each answered by the model)::
+
+    T_1 F_1 T_2 F_2 ... T_K F_K  q q q ... q
+
+Every question of a meeting must sit near ``span`` tokens after its transcript, and the
+meetings' questions are interleaved, so all transcripts come first; each ``F_k`` is sized so
+that the middle of meeting k's questions sits ``span`` tokens after its transcript. An answer's
+span is the tokens of the messages' contents between its transcript's message and its question
+(the chat template's few tokens per message not counted); it is measured when the answer
+arrives and stored with it (``span``), as the planned answers' lengths are estimates. Two
+limits, both recorded per answer rather than hidden: a meeting's questions drift apart by the
+question section between them (a question asked later is further from its transcript), and a
+meeting whose later transcripts alone are longer than ``span`` gets a longer span.
+
+References
+----------
+Castillo-Bolado, D., Davidson, J., Gray, F., Rosa, M. (2024). Beyond Prompts: Dynamic
+Conversational Benchmarking of Large Language Models. NeurIPS 2024 Datasets and Benchmarks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from elitr_core.backends.base import Backend, Completion, Conversation, DecodingConfig, Message
+from elitr_core.generation.spec import Interleaving, MeetingWork, QuestionItem
+from elitr_core.passes.lifecycle import ResumablePass
+from elitr_core.prompts.assembly import answer_prompt, format_question
+
+#: Tokens an answer is planned at (its real length is measured when it arrives; the
+#: benchmark's reference answers are a sentence or two).
+ANSWER_ESTIMATE = 32
+#: The fixed reply after each transcript message (chat templates alternate user/assistant).
+ACKNOWLEDGEMENT = "I have read the meeting transcript."
+#: Sums per filler pair: a pair is a few hundred tokens, the last one cut to fit.
+SUMS_PER_FILLER = 24
+#: Letters that name the meetings of a conversation when questions name their meeting.
+MEETING_NAMES = "ABC"
+
+Counter = Callable[[str], int]
+
+
+def group_meetings(meetings: Sequence[str], k: int, seed: int) -> tuple[list[list[str]],
+                                                                        list[str]]:
+    """The meetings shuffled from ``seed`` and cut into groups of ``k``; the few left over
+    (fewer than ``k``) are returned apart, not asked."""
+    order = sorted(meetings)
+    random.Random(f"interleave:{seed}").shuffle(order)
+    whole = len(order) - len(order) % k
+    return [order[i : i + k] for i in range(0, whole, k)], order[whole:]
+
+
+def question_order(counts: dict[str, int], meetings: Sequence[str],
+                   switch: int) -> list[tuple[str, int]]:
+    """``(meeting, index)`` in asking order: ``switch`` questions of a meeting, then the next
+    meeting's, round the group, a meeting with no question left skipped."""
+    taken = dict.fromkeys(meetings, 0)
+    order: list[tuple[str, int]] = []
+    while any(taken[m] < counts[m] for m in meetings):
+        for meeting in meetings:
+            stop = min(taken[meeting] + switch, counts[meeting])
+            order += [(meeting, i) for i in range(taken[meeting], stop)]
+            taken[meeting] = stop
+    return order
+
+
+def filler_pairs(seed: int, group: int, gap: int, sums: Sequence[int]) -> list[Message]:
+    """The filler question/answer pairs of one gap, ``sums[i]`` sums in pair ``i``: the same
+    messages for the same arguments (``random.random`` is stable across Python versions)."""
+    rng = random.Random(f"filler:{seed}:{group}:{gap}")
+    messages: list[Message] = []
+    for count in sums:
+        terms = [(100 + int(rng.random() * 900), 100 + int(rng.random() * 900))
+                 for _ in range(count)]
+        messages += [
+            {"role": "user", "content": "What are these sums? "
+             + ", ".join(f"{a} + {b}" for a, b in terms)},
+            {"role": "assistant", "content": ", ".join(str(a + b) for a, b in terms) + "."}]
+    return messages
+
+
+def size_fillers(seed: int, group: int, gap: int, tokens: int, count: Counter) -> list[int]:
+    """Sums per filler pair so the gap's messages reach ``tokens`` (overshooting by at most
+    one sum): whole pairs while a whole one fits, then one pair grown sum by sum."""
+    sums: list[int] = []
+    total = 0  # the tokens of the whole pairs so far (each pair counted once)
+
+    def last_pair() -> int:
+        return _tokens(filler_pairs(seed, group, gap, sums)[-2:], count)
+
+    while True:
+        sums.append(SUMS_PER_FILLER)
+        whole = last_pair()
+        if total + whole > tokens:
+            break
+        total += whole
+    sums[-1] = 0
+    last = 0
+    while total + last < tokens and sums[-1] < SUMS_PER_FILLER:
+        sums[-1] += 1
+        last = last_pair()
+    return sums if sums[-1] else sums[:-1]
+
+
+def _tokens(messages: Sequence[Message], count: Counter) -> int:
+    return sum(count(m["content"]) for m in messages)
+
+
+def transcript_messages(transcript: str, letter: str | None) -> list[Message]:
+    """A transcript as said in the conversation: the answer prompt (named ``Meeting A`` when
+    questions name their meeting) and the fixed acknowledgement."""
+    prompt = answer_prompt(transcript)
+    if letter is not None:
+        prompt = f"Meeting {letter}.\n\n{prompt}"
+    return [{"role": "user", "content": prompt}, {"role": "assistant", "content": ACKNOWLEDGEMENT}]
+
+
+def question_text(question: str, letter: str | None, *, qa_markers: bool,
+                  length_words: int | None) -> str:
+    """A question as asked: formatted as in Conv-mt, prefixed ``About meeting A:`` when named."""
+    text = format_question(question, qa_markers=qa_markers, length_words=length_words)
+    return f"About meeting {letter}: {text}" if letter is not None else text
+
+
+def gap_tokens(transcripts: Sequence[int], ack: int, centres: Sequence[float],
+               span: int) -> list[int]:
+    """Filler tokens after each transcript so that the middle of meeting k's questions
+    (``centres[k]`` tokens into the question section) sits ``span`` tokens after the end of
+    its transcript message (``transcripts[k]``: that message's tokens; ``ack``: its reply's).
+
+    Solved from the last meeting back: what already lies between a transcript and the section
+    (the later transcripts and fillers) counts, and a gap never goes below 0. An earlier
+    meeting whose later transcripts alone outgrow its span comes out ``excess`` long; the last
+    gap (between every transcript and the section) is then cut by ``excess / 2``, so the
+    meetings straddle the span instead of one meeting missing it by all of it.
+    """
+    if not span:
+        return [0] * len(centres)
+    gaps, excess, after = [0] * len(centres), 0.0, 0
+    for k in range(len(centres) - 1, -1, -1):
+        wanted = span - centres[k] - after - ack
+        gaps[k] = max(0, round(wanted))
+        excess = max(excess, -wanted)
+        after += ack + gaps[k] + transcripts[k]
+    gaps[-1] = max(0, gaps[-1] - round(excess / 2))
+    return gaps
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """One conversation: its meetings in transcript order, its questions in asking order
+    (``(meeting, question number)``) and the sums of each filler pair after each transcript.
+    Stored with the run, so a resumed run asks the same conversation."""
+
+    meetings: tuple[str, ...]
+    order: tuple[tuple[str, int], ...]
+    fillers: tuple[tuple[int, ...], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON stored in the run's config."""
+        return {"meetings": list(self.meetings), "order": [list(o) for o in self.order],
+                "fillers": [list(f) for f in self.fillers]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GroupPlan:
+        """The plan stored by :meth:`to_dict`."""
+        return cls(tuple(data["meetings"]), tuple((str(m), int(n)) for m, n in data["order"]),
+                   tuple(tuple(int(s) for s in f) for f in data["fillers"]))
+
+
+@dataclass
+class Interleaved:
+    """One interleaved conversation as asked: the fixed ``history`` (transcripts, their
+    acknowledgements, fillers), the questions and their turns in asking order, and what its
+    spans are made of (see :meth:`span`)."""
+
+    key: str
+    history: list[Message]
+    questions: list[QuestionItem]
+    turns: list[str]
+    leads: list[int]  # per turn: tokens from the end of its transcript's message to turn 0
+    turn_tokens: list[int]
+
+    def span(self, turn: int, answer_tokens: Sequence[int]) -> int:
+        """Tokens between the end of ``turn``'s transcript message and its question, given
+        the tokens of the answers to the turns before it."""
+        return self.leads[turn] + sum(self.turn_tokens[:turn]) + sum(answer_tokens[:turn])
+
+
+def plan_group(works: Sequence[MeetingWork], settings: Interleaving, seed: int, group: int,
+               count: Counter, *, answer_tokens: int = ANSWER_ESTIMATE,
+               qa_markers: bool = False) -> GroupPlan:
+    """Plan one conversation of ``works`` (in the seeded group order, which the questions
+    follow): transcripts longest first, questions interleaved every ``settings.switch``, and
+    fillers sized (:func:`gap_tokens`) for answers of ``answer_tokens`` tokens."""
+    order = question_order({w.meeting: len(w.questions) for w in works},
+                           [w.meeting for w in works], settings.switch)
+    by_meeting = {w.meeting: w for w in works}
+    ordered = sorted(works, key=lambda w: -count(w.transcript))
+    letters = _letters([w.meeting for w in ordered], settings.named)
+    offsets: dict[str, list[int]] = {}
+    offset = 0
+    for meeting, index in order:
+        offsets.setdefault(meeting, []).append(offset)
+        q = by_meeting[meeting].questions[index]
+        offset += count(question_text(q.text, letters[meeting], qa_markers=qa_markers,
+                                      length_words=q.length_words)) + answer_tokens
+    centres = [(min(offsets[w.meeting]) + max(offsets[w.meeting])) / 2 for w in ordered]
+    transcripts = [count(transcript_messages(w.transcript, letters[w.meeting])[0]["content"])
+                   for w in ordered]
+    gaps = gap_tokens(transcripts, count(ACKNOWLEDGEMENT), centres, settings.span)
+    fillers = [size_fillers(seed, group, k, tokens, count) if tokens else []
+               for k, tokens in enumerate(gaps)]
+    numbers = tuple((m, by_meeting[m].questions[i].number) for m, i in order)
+    return GroupPlan(tuple(w.meeting for w in ordered), numbers,
+                     tuple(tuple(f) for f in fillers))
+
+
+def _letters(meetings: Sequence[str], named: bool) -> dict[str, str | None]:
+    return {m: MEETING_NAMES[i] if named else None for i, m in enumerate(meetings)}
+
+
+def build_conversation(plan: GroupPlan, works: dict[str, MeetingWork], settings: Interleaving,
+                       seed: int, group: int, count: Counter, *,
+                       qa_markers: bool = False) -> Interleaved:
+    """The conversation ``plan`` describes, with what each turn's span is made of."""
+    letters = _letters(plan.meetings, settings.named)
+    history: list[Message] = []
+    ends: dict[str, int] = {}  # tokens said up to the end of each transcript message
+    said = 0
+    for k, meeting in enumerate(plan.meetings):
+        transcript = transcript_messages(works[meeting].transcript, letters[meeting])
+        said += count(transcript[0]["content"])
+        ends[meeting] = said
+        messages = [*transcript, *filler_pairs(seed, group, k, plan.fillers[k])]
+        said += _tokens(messages[1:], count)
+        history += messages
+    questions, turns = [], []
+    for meeting, number in plan.order:
+        q = next(q for q in works[meeting].questions if q.number == number)
+        questions.append(q)
+        turns.append(question_text(q.text, letters[meeting], qa_markers=qa_markers,
+                                   length_words=q.length_words))
+    return Interleaved("+".join(plan.meetings), history, questions, turns,
+                       [said - ends[m] for m, _ in plan.order], [count(t) for t in turns])
+
+
+def plan_run(work: Sequence[MeetingWork], settings: Interleaving, seed: int, count: Counter,
+             *, max_new_tokens: int, qa_markers: bool = False) -> dict[str, Any]:
+    """The run's conversations (stored in its config as ``interleave_plan``): its meetings
+    grouped from ``seed``, each group planned for answers of :data:`ANSWER_ESTIMATE` tokens
+    (or ``max_new_tokens`` when fewer), and the meetings left over."""
+    by_meeting = {w.meeting: w for w in work}
+    groups, left_out = group_meetings(list(by_meeting), settings.k, seed)
+    estimate = min(ANSWER_ESTIMATE, max_new_tokens)
+    plans = [plan_group([by_meeting[m] for m in group], settings, seed, index, count,
+                        answer_tokens=estimate, qa_markers=qa_markers).to_dict()
+             for index, group in enumerate(groups)]
+    return {"groups": plans, "left_out": left_out, "answer_estimate": estimate}
+
+
+def conversations(plan: dict[str, Any], work: Sequence[MeetingWork], settings: Interleaving,
+                  seed: int, count: Counter, *, qa_markers: bool = False) -> list[Interleaved]:
+    """The conversations of a stored plan, built from the run's meetings."""
+    by_meeting = {w.meeting: w for w in work}
+    return [build_conversation(GroupPlan.from_dict(group), by_meeting, settings, seed, index,
+                               count, qa_markers=qa_markers)
+            for index, group in enumerate(plan["groups"])]
+
+
+def ask_interleaved(settings: Interleaving, decoding: DecodingConfig, lifecycle: ResumablePass,
+                    backend: Backend, asked: Sequence[Interleaved], done: dict[int, str],
+                    write: Callable[[QuestionItem, Completion, dict[str, Any]], None]) -> None:
+    """Ask every conversation from its first unanswered question (the stored answers join its
+    history, as in Conv-mt); each answer is stored with its turn and its measured ``span``
+    (and ``span_target``). The fixed history (fillers included) is never asked or stored."""
+    todo = []
+    for conversation in asked:
+        previous: list[str] = []
+        for q in conversation.questions:  # resumes after the stored prefix
+            if q.question_id not in done:
+                break
+            previous.append(done[q.question_id])
+        if len(previous) < len(conversation.questions):
+            todo.append((conversation, [backend.count_tokens(a) for a in previous], Conversation(
+                conversation.history, conversation.turns, previous, cache_key=conversation.key)))
+
+    def store(item: tuple[Interleaved, list[int], Conversation], turn: int,
+              completion: Completion) -> None:
+        conversation, answer_tokens, _ = item
+        span = conversation.span(turn, answer_tokens)
+        answer_tokens.append(backend.count_tokens(completion.text))
+        write(conversation.questions[turn], completion,
+              {"turn": turn, "span": span, "span_target": settings.span})
+
+    lifecycle.ask(backend, todo, lambda item: item[2], lambda _: decoding, store)

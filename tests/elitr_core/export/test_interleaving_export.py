@@ -1,0 +1,70 @@
+"""``export interleaving`` and ``export interleaving-span`` end to end: fake runs (Conv-mt,
+QA-st and an interleaved Conv-int2 run at a 3,000-word span) of four meetings, judged by the
+fake judge, exported by the CLI. The CSV is the statistics computed on the CLI's own ``scores``
+export and the stored spans; JSON and LaTeX are the same frame rendered; the fake judge's
+scores never include a filler (only the run's questions are responses)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+
+from db.engine import get_engine
+from db.queries import ScoreFilter
+from db.transaction import reading
+from elitr_core.cli.main import main
+from elitr_core.data.scores import span_table
+from elitr_core.export.formats import render
+from elitr_core.stats.interleaving import isolated_vs_interleaved, span_trend
+from tests.elitr_core.run_helpers import rows, set_transcripts
+
+FOUR = tuple(f"meeting_en_test2_{i:03d}" for i in range(1, 5))
+FILTERS = ("--split", "test2", "--model", "demo", "--evaluator", "fake-judge")
+
+
+def export(capsys: pytest.CaptureFixture[str], table: str, url: str, *args: str) -> str:
+    assert main(["export", table, "--db", url, *FILTERS, "--replicates", "100", *args]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.fixture
+def judged(bundled_sqlite: str) -> str:
+    url = bundled_sqlite
+    set_transcripts(url, FOUR)
+    for args in (("--setting", "conv", "--mode", "mt"), ("--setting", "qa", "--mode", "st"),
+                 ("--setting", "conv", "--interleave", "2", "--span", "3000")):
+        assert main(["generate", "--backend", "fake", "--model", "demo", "--split", "test2",
+                     "--meetings", ",".join(FOUR), *args, "--db", url]) == 0
+    assert main(["judge", "--backend", "fake", "--judge-model", "fj", "--style", "gpt4",
+                 "--evaluator", "fake-judge", "--model", "demo", "--db", url]) == 0
+    return url
+
+
+def test_exports_equal_the_statistics_on_the_cli_scores(
+        judged: str, capsys: pytest.CaptureFixture[str]) -> None:
+    scores = pd.read_csv(io.StringIO(export(capsys, "scores", judged)))
+    assert set(scores["model"]) == {"demo", "demo (3k)"}
+    interleaved = scores[scores["mode"] == "int2"]
+    (stored,), = rows(judged, "SELECT COUNT(*) FROM response r JOIN run ON run.id = r.run_id "
+                              "WHERE run.mode = 'int2'")
+    assert len(interleaved) == stored  # one score per question asked, no filler scored
+    with reading(get_engine(judged)) as session:
+        spans = span_table(session, ScoreFilter(split="test2", models=("demo",)))
+    assert len(spans) == stored and spans["span"].notna().all()
+    for table, build in (("interleaving", lambda: isolated_vs_interleaved(
+            scores, spans, n_bootstrap=100, seed=0)),
+                         ("interleaving-span", lambda: span_trend(scores, spans))):
+        expected = build()
+        cli = export(capsys, table, judged)
+        assert cli == render(expected, "csv", table), table
+        assert export(capsys, table, judged, "--format", "json") == render(
+            expected, "json", table)
+        assert export(capsys, table, judged, "--format", "latex") == render(
+            expected, "latex", table)
+        assert json.loads(render(expected, "json", table))  # parses
+    table = pd.read_csv(io.StringIO(export(capsys, "interleaving", judged)))
+    assert list(table["isolated"]) == ["Conv-mt", "QA-st"]
+    assert (table["run"] == "demo (3k)").all() and (table["n_meetings"] == 4).all()

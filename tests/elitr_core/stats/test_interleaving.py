@@ -1,0 +1,122 @@
+"""Isolated versus interleaved and score against memory span, checked against independent
+computations: the paired mean difference by hand and its sign-flip p by enumerating every sign
+pattern over meetings (itertools, exact), the trend by statsmodels' OLS with cluster-robust
+errors by meeting (tolerance 1e-9), and the states of a live study (a model with no isolated
+run, one meeting, every span the same, a constant score)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+
+from elitr_core.errors import DegenerateDataError
+from elitr_core.stats.interleaving import (
+    cluster_slope,
+    isolated_vs_interleaved,
+    span_trend,
+)
+from elitr_core.vocab import SCORE_COLUMNS
+
+MEETINGS = [f"meeting_en_dev_{i:03d}" for i in range(1, 7)]
+
+
+def scores_and_spans(rng: np.random.Generator, questions: int = 4) -> tuple[pd.DataFrame,
+                                                                            pd.DataFrame]:
+    """Model M: Conv-mt, QA-st and an interleaved run ``M (16k)`` of six meetings; a judge."""
+    rows, spans = [], []
+    for meeting, number, (setting, mode, label) in itertools.product(
+            MEETINGS, range(1, questions + 1),
+            [("conv", "mt", "M"), ("qa", "st", "M"), ("conv", "int2", "M (16k)")]):
+        score = float(rng.integers(1, 11))
+        rows.append({"meeting": meeting, "question_id": number, "split": "dev",
+                     "setting": setting, "mode": mode, "seed": 2023, "model": label,
+                     "question_type": "who", "answer_position": "B", "evaluator": "judge",
+                     "annotator": None, "sample": 0, "score": score})
+        if mode == "int2":
+            spans.append({"meeting": meeting, "question_id": number, "split": "dev",
+                          "setting": setting, "mode": mode, "seed": 2023, "model": label,
+                          "base_model": "M", "span": float(rng.integers(10_000, 22_000))})
+    return pd.DataFrame(rows, columns=list(SCORE_COLUMNS)), pd.DataFrame(spans)
+
+
+def exact_sign_flip(diff: pd.Series, meetings: pd.Series) -> float:
+    """Every one of the 2^M sign patterns over the meetings' sums."""
+    sums = diff.groupby(meetings).sum().to_numpy()
+    observed = abs(sums.sum())
+    totals = [abs(np.dot(signs, sums))
+              for signs in itertools.product((1, -1), repeat=len(sums))]
+    return float(np.mean([t >= observed - 1e-12 for t in totals]))
+
+
+def test_isolated_vs_interleaved_equals_a_hand_computation() -> None:
+    df, spans = scores_and_spans(np.random.default_rng(3))
+    table = isolated_vs_interleaved(df, spans, n_bootstrap=200, seed=1)
+    assert list(table["isolated"]) == ["Conv-mt", "QA-st"]
+    interleaved = df[df["mode"] == "int2"].set_index(["meeting", "question_id"])["score"]
+    for _, row in table.iterrows():
+        setting, mode = ("conv", "mt") if row["isolated"] == "Conv-mt" else ("qa", "st")
+        alone = df[(df["mode"] == mode) & (df["setting"] == setting)].set_index(
+            ["meeting", "question_id"])["score"]
+        diff = (interleaved - alone).dropna()
+        meetings = pd.Series(diff.index.get_level_values("meeting"), index=diff.index)
+        assert (row["model"], row["run"], row["mode"]) == ("M", "M (16k)", "int2")
+        assert row["n"] == 24 and row["n_meetings"] == 6
+        assert row["difference"] == pytest.approx(diff.mean(), abs=1e-12)
+        assert row["mean_isolated"] == pytest.approx(alone.mean(), abs=1e-12)
+        assert row["p"] == pytest.approx(exact_sign_flip(diff, meetings), abs=1e-12)
+        assert row["ci_low"] <= row["difference"] <= row["ci_high"]
+
+
+def test_span_trend_equals_statsmodels_cluster_ols() -> None:
+    df, spans = scores_and_spans(np.random.default_rng(5), questions=6)
+    table = span_trend(df, spans, bucket=4000)
+    trend = table[table["bucket"] == "trend"].iloc[0]
+    joined = df[df["mode"] == "int2"].merge(spans, on=["meeting", "question_id"])
+    x = joined["span"].to_numpy() / 1000
+    fit = sm.OLS(joined["score"].to_numpy(), sm.add_constant(x)).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(joined["meeting"])[0]},
+        use_t=True)
+    low, high = fit.conf_int(alpha=0.05)[1]
+    assert trend["slope"] == pytest.approx(fit.params[1], abs=1e-9)
+    assert trend["p"] == pytest.approx(fit.pvalues[1], abs=1e-9)
+    assert (trend["ci_low"], trend["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+    assert trend["n"] == 36 and trend["n_meetings"] == 6
+    buckets = table[table["bucket"] != "trend"]
+    assert buckets["n"].sum() == 36
+    for _, row in buckets.iterrows():
+        inside = joined[(joined["span"] >= row["span_low"]) & (joined["span"] < row["span_high"])]
+        assert row["n"] == len(inside) and row["mean"] == pytest.approx(inside["score"].mean())
+        assert row["bucket"] == f"{row['span_low']:g}-{row['span_high']:g}"
+
+
+def test_cluster_slope_on_a_textbook_case() -> None:
+    """Two meetings, exact line: slope 2, residuals 0."""
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    fit = cluster_slope(x, 1 + 2 * x, np.array(["a", "a", "b", "b"]))
+    assert fit["slope"] == pytest.approx(2.0) and fit["se"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_live_study_states_leave_cells_empty_and_say_why() -> None:
+    df, spans = scores_and_spans(np.random.default_rng(7))
+    only = df[df["mode"] == "int2"]
+    with pytest.raises(DegenerateDataError, match="also answered isolated"):
+        isolated_vs_interleaved(only, spans)
+    with pytest.raises(DegenerateDataError, match="no interleaved run"):
+        span_trend(df[df["mode"] != "int2"], spans)
+    one = df[df["meeting"] == MEETINGS[0]]
+    row = isolated_vs_interleaved(one, spans, n_bootstrap=50).iloc[0]
+    assert pd.isna(row["p"]) and pd.isna(row["ci_low"]) and "meeting" in row["note"]
+    trend = span_trend(one, spans).set_index("bucket").loc["trend"]
+    assert pd.isna(trend["slope"]) and "2 meetings" in trend["note"]
+    flat = spans.assign(span=15_000.0)
+    trend = span_trend(df, flat).set_index("bucket").loc["trend"]
+    assert pd.isna(trend["p"]) and "same span" in trend["note"]
+    constant = df.assign(score=5.0)
+    row = isolated_vs_interleaved(constant, spans, n_bootstrap=50).iloc[0]
+    assert row["difference"] == 0 and "the same" in row["note"]
+    trend = span_trend(constant, spans).set_index("bucket").loc["trend"]
+    assert trend["slope"] == pytest.approx(0.0, abs=1e-12) and "residuals" in trend["note"]

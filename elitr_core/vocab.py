@@ -234,3 +234,8 @@ TABLE_NAMES: tuple[str, ...] = (
 PAIRWISE_TABLES: tuple[str, ...] = ("pairwise-judgments", "pairwise", "bradley-terry",
                                     "winrate", "pairwise-agreement")
 """Tables built from the pairwise judgments (``export`` names)."""
+
+#: attention checks per scored item of a study (a rate: 0.1 is one check per ten items): the
+#: default and the name shared by ``study create --attention-rate`` and the Studies page's form
+ATTENTION_RATE_DEFAULT = 0.0
+ATTENTION_RATE_LABEL = "Attention-check rate (checks per item)"

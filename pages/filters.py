@@ -177,6 +177,13 @@ def describe(flt: ScoreFilter) -> Markdown:
     return plain(" · ".join(parts))
 
 
+def export_command(table: str, *options: str, flt: ScoreFilter) -> str:
+    """``python -m elitr_core export TABLE OPTIONS FILTERS`` as one types it: its parts joined
+    by one space, an empty part (no filter, no option) adding none."""
+    parts = ("python -m elitr_core export", table, *options, cli_arguments(flt))
+    return " ".join(part.strip() for part in parts if part.strip())
+
+
 def cli_arguments(flt: ScoreFilter) -> str:
     """The ``python -m elitr_core export`` options giving the same filters."""
     args = [f"--{name} {value}" for name, value in

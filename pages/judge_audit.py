@@ -22,7 +22,7 @@ from pages.defaults import (
 )
 from pages.downloads import download_table
 from pages.figures import show_figure
-from pages.filters import cli_arguments, describe, sidebar_filters
+from pages.filters import describe, export_command, sidebar_filters
 from pages.messages import shown
 from pages.state import kept, open_tab
 from pages.tables import show_table
@@ -98,8 +98,7 @@ budget = right.number_input("Sampling designs: human scores per simulated study"
                             step=10, **kept(BUDGET_KEY, DEFAULT_BUDGET))
 options = AuditOptions(judge=judge, human=human, half_width=float(half_width),
                        budget=int(budget))
-command = (f"python -m elitr_core export {{}} --judge {judge} --human {human} "
-           f"{cli_arguments(flt)}")
+identity = f"--judge {judge} --human {human}"  # every table's command names both
 BUILDERS = {table: build for tables in SECTIONS.values() for table, build in tables}
 #: the columns shown first of the widest tables, so that they fit a 1366 px screen (the
 #: others, PPI's mean, lambda and the notes among them, behind the table's column picker)
@@ -114,7 +113,8 @@ def section(table: str, explanation: str, extra: str = "", title: str = ""):
     its downloads; returns the table (None when it cannot be computed: a message says why)."""
     if title:
         st.subheader(title)
-    st.caption(explanation + " Same bytes as " + code_span(command.format(table) + extra))
+    st.caption(explanation + " Same bytes as "
+               + code_span(export_command(table, identity, extra, flt=flt)))
     frame = shown(export_table, table, flt, audit=options)
     if frame is None:
         return None

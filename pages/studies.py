@@ -24,10 +24,16 @@ from elitr_core.annotation.quality import (
     study_agreement,
 )
 from elitr_core.annotation.selection import plan_budget
-from elitr_core.annotation.studies import StudySpec, create_study, prolific_url
+from elitr_core.annotation.studies import (
+    MAX_ATTENTION_RATE,
+    StudySpec,
+    create_study,
+    prolific_url,
+)
 from elitr_core.data.browse import list_studies, meetings, runs_per_model
 from elitr_core.data.database import reading, writing
 from elitr_core.errors import UserError
+from elitr_core.vocab import ATTENTION_RATE_DEFAULT, ATTENTION_RATE_LABEL
 from pages.auth_ui import RESEARCHER, public_base_url, require_role
 from pages.data import database_url, forget_scores, get_engine_or_stop, score_cache
 from pages.messages import guarded
@@ -198,7 +204,10 @@ with create_tab, st.form("studies.create"):
     chosen_meetings = st.multiselect("Meetings (none = all of the split)", meeting_ids)
     c1, c2, c3, c4 = st.columns(4)
     seed = c1.number_input("Order seed", 0, 2**31 - 1, 0)
-    rate = c2.number_input("Attention checks per item", 0.0, 0.5, 0.1, step=0.05)
+    rate = c2.number_input(ATTENTION_RATE_LABEL, 0.0, MAX_ATTENTION_RATE,
+                           ATTENTION_RATE_DEFAULT, step=0.05,
+                           help="0.1 is one check per ten items (the same default as "
+                                "study create --attention-rate)")
     cap, code = 0, ""  # Prolific settings: a gold study's experts come through their links
     if pool == "silver":
         cap = c3.number_input("Max concurrent participants (0 = no cap)", 0, 10_000, 0)

@@ -126,7 +126,7 @@ def _create_study_on_the_page() -> str:
     _labelled(app.multiselect, "Models (none = all)").set_value(MODELS)
     _labelled(app.multiselect, "Meetings (none = all of the split)").set_value(MEETINGS)
     _labelled(app.number_input, "Order seed").set_value(1)
-    _labelled(app.number_input, "Attention checks per item").set_value(0.1)
+    _labelled(app.number_input, "Attention-check rate (checks per item)").set_value(0.1)
     _labelled(app.text_input, "Prolific completion code").set_value(CODE)
     _labelled(app.button, "Create study").click().run()
     assert not app.exception and not app.error

@@ -35,6 +35,7 @@ from elitr_core.annotation.auth import (
 )
 from elitr_core.data.fields import lookup_name
 from elitr_core.errors import UserError
+from elitr_core.vocab import ATTENTION_RATE_DEFAULT
 
 POOLS: dict[str, str] = {"gold": "gold-human", "silver": "silver-human"}
 ASSIGNMENTS = ("meeting", "random")
@@ -60,7 +61,7 @@ class StudySpec:
     seed: int = 0
     prolific_code: str | None = None
     prolific_study_id: str | None = None
-    attention_rate: float = 0.0
+    attention_rate: float = ATTENTION_RATE_DEFAULT
     max_concurrent: int | None = None
     #: a budget: draw about this many responses instead of all (``selection.sample_items``)
     sample: int | None = None

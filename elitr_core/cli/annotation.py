@@ -8,7 +8,7 @@ import getpass
 import sys
 
 from elitr_core.cli.options import SEVERAL, WHOLE, ListOption, db_option
-from elitr_core.vocab import MODES, SETTINGS, SPLITS
+from elitr_core.vocab import ATTENTION_RATE_DEFAULT, MODES, SETTINGS, SPLITS
 
 
 def cmd_annotator_add(args: argparse.Namespace) -> int:
@@ -129,8 +129,9 @@ def _study_create_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
     p.add_argument("--prolific-code", metavar="CODE", help="Prolific completion code")
     p.add_argument("--prolific-study-id", metavar="ID",
                    help="Prolific STUDY_ID links must carry (default: any)")
-    p.add_argument("--attention-rate", type=float, default=0.0, metavar="R",
-                   help="attention checks per item (0..0.5, default 0)")
+    p.add_argument("--attention-rate", type=float, default=ATTENTION_RATE_DEFAULT,
+                   metavar="R", help="attention-check rate: checks per item, 0..0.5 (default "
+                   f"{ATTENTION_RATE_DEFAULT:g}; 0.1 is one check per ten items)")
     p.add_argument("--max-concurrent", type=int, metavar="N",
                    help="cap on participants working at the same time")
     p.add_argument("--sample", type=int, metavar="N",

@@ -74,6 +74,18 @@ def problems(at: AppTest, where: str) -> list[str]:
     return found
 
 
+def wording(at: AppTest, where: str) -> list[str]:
+    """Captions and messages that read badly: a double space (a command put together from an
+    empty part) or an invisible U+2060 (it broke a copied address)."""
+    found = []
+    for kind in ("caption", "markdown", "error", "warning", "info", "success"):
+        for element in getattr(at, kind):
+            text = str(element.value)
+            if "  " in text.strip() or "\u2060" in text:
+                found.append(f"{where}: {kind} {text[:120]!r}")
+    return found
+
+
 def walk(at: AppTest) -> Iterator[tuple[str, AppTest]]:
     """Every researcher page and each of its tabs, drawn."""
     for file in researcher_page_files():
@@ -96,7 +108,7 @@ def test_every_table_on_every_page_reads_well(bundled_sqlite: str,
     seen, found = 0, []
     for where, page in walk(at):
         seen += len(page.dataframe)
-        found += problems(page, where)
+        found += problems(page, where) + wording(page, where)
     assert seen >= 25, seen  # the walk reached the pages' tables
     assert not found, "\n".join(found[:40])
 

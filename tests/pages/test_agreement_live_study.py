@@ -81,3 +81,29 @@ def test_every_tab_keeps_the_other_pairs(live: str, monkeypatch: pytest.MonkeyPa
     evaluators = icc[icc["raters"] == "evaluators"]
     assert evaluators["icc"].notna().any()
     assert evaluators["note"].str.contains("dev-judge (rated 36 of 72", regex=False).all()
+
+
+def test_early_annotators_leave_the_evaluators_icc_on_the_page(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three crowd annotators each on their own unit (they never overlap): the ICC tab keeps
+    gold-human and gpt-4's ICC over all 72 responses, the crowd's rows say why they have none
+    (on the old code the tab showed one error instead)."""
+    small_db.build(db_url, scores=False)
+    add_scores(db_url, "gold-human", lambda *k: small_db.gold(*k), kind="human")
+    add_scores(db_url, "gpt-4", lambda *k: small_db.judge(*k))
+    for name, pick in {"P1": first_items(DEV, 3), "P2": first_items(TEST2, 3),
+                       "P3": first_items(TEST2, 3, offset=3)}.items():
+        add_scores(db_url, "crowd", lambda *k, pick=pick: 4.0 if pick(*k) else None,
+                   annotator=name, kind="human")
+    monkeypatch.setenv("ELITR_MIN_SCORES", "0")  # the crowd's 9 scores enter the analyses
+    at = open_page(db_url, monkeypatch, "agreement")
+    _clean(open_tab(at, SECTION, "Intraclass correlation"))
+    icc = _frame(at, "icc_type")
+    assert "crowd annotators" in set(icc["raters"])
+    evaluators = icc[icc["raters"] == "evaluators"]
+    assert len(evaluators) == 6 and evaluators["icc"].notna().all()
+    assert set(evaluators["n_targets"]) == {72}
+    crowd = icc[icc["raters"] == "crowd annotators"]
+    assert crowd["icc"].isna().all() and (crowd["note"].str.len() > 0).all()
+    texts = " ".join(t.value for t in at.text)
+    assert "left out rater(s) crowd (rated 9 of 72 targets)" in texts

@@ -120,7 +120,9 @@ def section(table: str, explanation: str, extra: str = "", title: str = ""):
         return None
     if (build := BUILDERS.get(table)) is not None:  # ppi-active: a table only
         figure(build, frame, f"{table}-{judge}-{human}")
-    show_table(frame, key=f"audit.{table}-table", keys=KEYS.get(table, ()))
+    # rows with human scores first (the download keeps the export's order)
+    show_table(views.labelled_first(frame), key=f"audit.{table}-table",
+               keys=KEYS.get(table, ()))
     download_table(frame, table, table=table)
     return frame
 

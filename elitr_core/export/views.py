@@ -62,6 +62,17 @@ def ranked(wide: pd.DataFrame, by: str) -> pd.DataFrame:
                            kind="stable")
 
 
+def labelled_first(table: pd.DataFrame) -> pd.DataFrame:
+    """The judge audit's rows as a page shows them: those with human scores (``n_labelled`` >
+    0) first, each group in the table's order. With the filters at "all", the dev and Conv rows
+    (no human score, every estimate empty) came first and the test2 QA-st ones last. The
+    export keeps the contract's order."""
+    if "n_labelled" not in table.columns:
+        return table
+    labelled = pd.to_numeric(table["n_labelled"], errors="coerce").fillna(0) > 0
+    return pd.concat([table[labelled], table[~labelled]])
+
+
 def correlation_matrix(corr: pd.DataFrame, method: str, value: str = "r") -> pd.DataFrame:
     """Square evaluator x evaluator matrix of one column of the ``evaluator-correlation`` table.
 

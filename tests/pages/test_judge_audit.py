@@ -179,3 +179,15 @@ def test_conversation_tab_shows_the_interleaving_tables_as_the_cli(
     for table in ("interleaving", "interleaving-span"):
         assert download_bytes(app, f"download.{table}.csv") == cli_export(
             bundled_sqlite, table, tmp_path / f"{table}.csv", *options), table
+
+
+def test_with_the_default_filters_the_rows_with_human_scores_come_first(
+        bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Filters at "all": the dev and Conv rows have no human score (every estimate an en dash);
+    they came first, the test2 QA-st rows with gold-human scores ~45 rows down."""
+    at = open_page(bundled_sqlite, monkeypatch, "judge_audit")
+    ppi = at.dataframe[0].value
+    labelled = (ppi["n_labelled"].fillna(0) > 0).tolist()
+    assert any(labelled) and not all(labelled)
+    assert labelled == sorted(labelled, reverse=True)  # every labelled row before the others
+    assert set(ppi.loc[ppi["n_labelled"] > 0, "split"]) == {"test2"}

@@ -120,6 +120,15 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "icc": ("raters", "group", "icc_type", "icc", "ci_low", "ci_high", "n_targets", "n_raters",
             "note"),
     "elo": ("model", "evaluator", "rating", "ci_low", "ci_high", "note"),
+    # a reliability-weighted silver aggregate (stats/dawid_skene): per response, per annotator,
+    # and how close each aggregate comes to gold
+    "silver-aggregate": (
+        "meeting", "question_id", "split", "setting", "mode", "seed", "model", "evaluator",
+        "n_annotators", "mean", "ds_mean", "ds_score",
+    ),
+    "annotator-reliability": ("evaluator", "annotator", "n", "ds_accuracy", "ds_expected_error"),
+    "silver-aggregate-agreement": ("evaluator", "reference", "aggregate", "n", "mae", "bias",
+                                   "r"),
     # the judge audit (stats/ppi, ppi_designs, recalibration, judge_effects, consistency,
     # conversation)
     "ppi": (
@@ -227,6 +236,9 @@ TABLE_NAMES: tuple[str, ...] = (
     "icc",
     "elo",
     "model-difference",
+    "silver-aggregate",
+    "annotator-reliability",
+    "silver-aggregate-agreement",
     *AUDIT_TABLES,
 )
 """Tables built from the scores (``export`` names)."""

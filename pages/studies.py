@@ -30,13 +30,20 @@ from elitr_core.annotation.studies import (
     create_study,
     prolific_url,
 )
-from elitr_core.data.browse import list_studies, meetings, runs_per_model
+from elitr_core.data.browse import ScoreFilter, list_studies, meetings, runs_per_model
 from elitr_core.data.database import reading, writing
 from elitr_core.errors import UserError
 from elitr_core.vocab import ATTENTION_RATE_DEFAULT, ATTENTION_RATE_LABEL
 from pages.auth_ui import RESEARCHER, public_base_url, require_role
-from pages.data import database_url, forget_scores, get_engine_or_stop, score_cache
-from pages.messages import guarded
+from pages.data import (
+    database_url,
+    export_table,
+    forget_scores,
+    get_engine_or_stop,
+    score_cache,
+)
+from pages.downloads import download_table
+from pages.messages import guarded, shown
 from pages.tables import show_table, show_table_and_notes
 from pages.text import code_span, md, plain
 
@@ -275,6 +282,24 @@ with people_tab, st.form("studies.annotator"):
     if not names:
         st.caption("Create a study first: a personal link opens one study.")
 
+def reliability_section(slug: str, study: str) -> None:
+    """Each annotator's reliability under a Dawid-Skene fit of the study's scores (the same
+    bytes as ``export annotator-reliability --evaluator SLUG``)."""
+    st.caption("Reliability (Dawid-Skene: every annotator's confusion matrix and every "
+               "response's true score estimated together by EM): ds_accuracy is the mean "
+               "probability that the annotator's score is the true one, ds_expected_error the "
+               "mean expected distance from it in points. Same bytes as "
+               + code_span(f"python -m elitr_core export annotator-reliability --evaluator "
+                           f"{slug}") + "; " + code_span("export silver-aggregate")
+               + " gives the reliability-weighted aggregate beside the mean.")
+    reliability = shown(export_table, "annotator-reliability",
+                        ScoreFilter(evaluators=(slug,)))
+    if reliability is not None:
+        show_table(reliability, key="studies.reliability-table")
+        download_table(reliability, f"annotator-reliability-{study}",
+                       table="annotator-reliability")
+
+
 with status_tab:
     if not names:
         st.info("No study yet: create one in the next tab.")
@@ -310,6 +335,11 @@ with status_tab:
         reason = st.text_input("Reason", "inconsistent with gold")
         st.button("Exclude (scores kept, task re-opened)", disabled=target is None,
                   on_click=_exclude, args=(study, target, reason))
+        if int((report["answered"] > 0).sum()) >= 2:
+            reliability_section(status.summary["evaluator"], study)
+        else:
+            st.caption("Annotator reliability (Dawid-Skene) shows once two annotators have "
+                       "answered.")
     st.subheader("Agreement of the study's annotators")
     if agreement:
         if agreement["alpha"] is not None:

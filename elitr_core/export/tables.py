@@ -101,7 +101,34 @@ def _builders() -> dict[str, TableBuilder]:
         "icc": _icc,
         "elo": lambda df, o: elo.elo(df, point=o.elo),
         "model-difference": lambda df, o: paired.model_difference(df),
+        "silver-aggregate": lambda df, o: _per_pool(df, o, 0),
+        "annotator-reliability": lambda df, o: _per_pool(df, o, 1),
+        "silver-aggregate-agreement": lambda df, o: _per_pool(df, o, 2),
     }
+
+
+def _per_pool(df: pd.DataFrame, o: TableOptions, which: int) -> pd.DataFrame:
+    """A Dawid-Skene table (0: aggregate, 1: reliability, 2: agreement with ``o.reference``)
+    for every human pool with named annotators under the filters (``--evaluator`` picks one);
+    a pool that cannot be fitted is left out unless none can."""
+    from elitr_core.errors import DegenerateDataError
+    from elitr_core.stats import dawid_skene as ds
+
+    named = df[df["annotator"].notna() & (df["annotator"].astype("string") != "")]
+    pools = [p for p in pd.unique(named["evaluator"]) if p != o.reference or which < 2]
+    if not pools:
+        raise UserError("no evaluator with named annotators here: the silver aggregate needs a "
+                        "study's individual scores (--evaluator silver-human:STUDY)")
+    tables, errors = [], []
+    for pool in pools:
+        try:
+            tables.append(ds.agreement_with_gold(df, pool, o.reference) if which == 2
+                          else ds.silver_aggregate(df, pool)[which])
+        except DegenerateDataError as error:
+            errors.append(error)
+    if not tables:
+        raise errors[0]
+    return pd.concat(tables, ignore_index=True)
 
 
 

@@ -279,3 +279,33 @@ def test_analysis_pages_show_a_study_s_new_aggregate_at_once(url: str) -> None:
     assert "late excluded" in studies.success[0].value
     board.run()
     assert means() == {2.0}
+
+
+def test_quality_control_shows_each_annotator_s_dawid_skene_reliability(
+        url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Three annotators on the same six items: the quality control shows the Dawid-Skene
+    reliability table (one row per annotator; with six items the ranking itself means little,
+    it is checked in the statistics tests) and its download is the CLI's."""
+    from tests.pages.analysis_support import analysis_app, cli_export, download_bytes
+
+    engine = open_database(url)
+    with writing(engine) as session:
+        create_study(session, StudySpec(name="s", per_item=3, meetings=("meeting_en_test2_901",)))
+        tokens = [add_annotator(session, n, "silver") for n in ("close", "near", "random")]
+    answers = {"close": [2, 4, 6, 8, 9, 3], "near": [3, 4, 7, 8, 9, 2],
+               "random": [9, 1, 2, 10, 3, 8]}
+    for token, name in zip(tokens, answers, strict=True):
+        entry = enter_with_token(engine, token)
+        for position, value in enumerate(answers[name]):
+            submit(engine, entry, position, value, seconds=20.0)
+    with writing(engine) as session:
+        slug = study_status(session, "s").summary["evaluator"]
+    app = analysis_app(url, monkeypatch)
+    app.run()
+    app = app.switch_page("pages/studies.py").run()
+    assert not app.exception
+    table = next(t.value for t in app.dataframe if "ds_accuracy" in t.value.columns)
+    assert sorted(table["annotator"]) == ["close", "near", "random"]
+    assert (table["n"] == 6).all() and table["ds_accuracy"].between(0, 1).all()
+    assert download_bytes(app, "download.annotator-reliability-s.csv") == cli_export(
+        url, "annotator-reliability", tmp_path / "r.csv", "--evaluator", slug)

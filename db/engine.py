@@ -236,6 +236,15 @@ def check_connection(engine: Engine) -> None:
     except DBAPIError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         where = engine.url.render_as_string(hide_password=True)
+        from db.faults import fault_kind
+
+        if engine.dialect.name == "sqlite" and fault_kind(exc) == "full":
+            # opening writes the -wal and -shm files beside it: on a full disk that fails
+            raise UserError(
+                f"cannot open the SQLite database {where}: its disk is full ({reason}). Free "
+                "some disk space and run the same command again; the database file is "
+                "unchanged"
+            ) from None
         if engine.dialect.name == "sqlite":
             raise UserError(
                 f"cannot open the SQLite database {where}: {reason}. Check that the path "

@@ -33,6 +33,7 @@ from elitr_core.annotation.auth import (
     check_token_format,
     hash_token,
 )
+from elitr_core.annotation.submit_faults import with_database_faults
 from elitr_core.data.fields import lookup_name
 from elitr_core.errors import UserError
 from elitr_core.vocab import ATTENTION_RATE_DEFAULT
@@ -460,6 +461,14 @@ def submit(engine: Engine, entry: Entry, position: int, value: int, *, comment: 
         from elitr_core.data import records
 
         comment = records.check_options(records.COMMENT, comment, what="comment")
+    # a dropped connection is tried once more, a full disk is one sentence (submit_faults)
+    return with_database_faults(lambda: _record(engine, entry, position, value, comment,
+                                                unclear, seconds))
+
+
+def _record(engine: Engine, entry: Entry, position: int, value: int, comment: str,
+            unclear: bool, seconds: float) -> QueueView:
+    """:func:`submit`'s transaction: the answer, the participation, the aggregate."""
     with queued_writing(engine) as session:
         row = _existing(q.answer_target(session=session, study_id=entry.study_id,
                                         annotator_id=entry.annotator_id, position=position))

@@ -138,22 +138,34 @@ def _database_message(exc: BaseException) -> str | None:
     sa_exc = sys.modules.get("sqlalchemy.exc")  # loaded whenever a database was used
     if sa_exc is None or not isinstance(exc, sa_exc.DBAPIError):
         return None
+    from db.faults import fault_kind
+
     reason = _first_line(str(exc.orig) if exc.orig is not None else type(exc).__name__)
-    lowered = reason.lower()
-    if "readonly database" in lowered or "read-only" in lowered:
+    kind = fault_kind(exc)
+    if kind == "read-only":
         return (f"the database is read-only ({reason}): give one you may write to (a SQLite "
                 "file: URL without mode=ro, a PostgreSQL user allowed to write); reading "
                 "commands such as export still work. Nothing was written")
-    if "locked" in lowered:
+    if kind == "locked":
         return (f"the database stayed locked by another program ({reason}): run again when it "
                 "is done. Nothing was written")
-    if "full" in lowered or "no space" in lowered or "disk i/o" in lowered:
-        return f"the database cannot write ({reason}): free some disk space. Nothing was written"
+    if kind == "full":
+        return (f"the disk of the database is full ({reason}): free some disk space and run "
+                f"the same command again. {_STORED}")
+    if kind == "gone":
+        return (f"the connection to the database was lost ({reason}): when the server is back, "
+                f"run the same command again. {_STORED}")
     if isinstance(exc, sa_exc.IntegrityError | sa_exc.DataError):
         return f"the database refused a value ({reason}): fix the input. Nothing was written"
     return (f"the database failed in the middle of the command ({reason}): check that the "
-            "server is running and the database exists, then run the command again. Nothing "
-            "was written (the transaction was rolled back)")
+            "server is running and the database exists, then run the same command again. "
+            f"{_STORED}")
+
+
+#: What a failed command kept: true of every command (one transaction each; generate and
+#: judge commit each answer or judgment as it comes and resume where they stopped)
+_STORED = ("What the interrupted transaction was writing was rolled back; what was stored "
+           "before it is kept (generate and judge go on from there)")
 
 
 def _first_line(text: str) -> str:

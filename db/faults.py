@@ -1,0 +1,45 @@
+"""What kind of fault a database error is, for a message that says what happened.
+
+A full disk and a database that restarted (or dropped the connection) are faults of the
+environment, not of the input nor bugs: the command line and the annotator's page name them
+in one sentence (``elitr_core.cli.boundary``, ``elitr_core.annotation.studies.submit``). Read
+from the driver's error code where it has one (PostgreSQL's SQLSTATE), else its message
+(SQLite's result text).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sqlalchemy.exc import DBAPIError
+
+Fault = Literal["full", "gone", "locked", "read-only"]
+#: SQLSTATE classes and codes: 53100 disk full; 08 connection exceptions; 57P01-57P03 the
+#: server shutting down, crashed or not yet accepting connections
+_PG_FULL = {"53100"}
+_PG_GONE_PREFIXES = ("08", "57P01", "57P02", "57P03")
+_GONE_WORDS = ("server closed the connection", "terminating connection", "connection refused",
+               "connection is closed", "the database system is", "could not connect",
+               "connection to server", "consuming input failed", "ssl syscall")
+_FULL_WORDS = ("database or disk is full", "no space left", "disk i/o error", "disk full",
+               "could not extend file", "could not write")
+
+
+def fault_kind(exc: BaseException) -> Fault | None:
+    """The kind of environment fault ``exc`` is, or None (an input the database refused,
+    a bug, or not a database error at all)."""
+    if not isinstance(exc, DBAPIError):
+        return None
+    orig = exc.orig
+    code = str(getattr(orig, "sqlstate", "") or getattr(orig, "pgcode", "") or "")
+    text = str(orig if orig is not None else exc).lower()
+    if code in _PG_FULL or any(word in text for word in _FULL_WORDS):
+        return "full"
+    if exc.connection_invalidated or code.startswith(_PG_GONE_PREFIXES) or \
+            any(word in text for word in _GONE_WORDS):
+        return "gone"
+    if "readonly database" in text or "read-only" in text:
+        return "read-only"
+    if "locked" in text:
+        return "locked"
+    return None

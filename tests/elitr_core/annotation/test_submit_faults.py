@@ -1,0 +1,83 @@
+"""An annotator's submit on a full disk, or while the database drops its connections (issue 27,
+items 8 and 3): one sentence the annotator can act on, nothing already stored lost, and the
+submit goes on once the fault is gone."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from sqlalchemy import event, select, text
+
+from db.models import Score
+from db.transaction import reading, writing
+from elitr_core.annotation.admin import add_annotator
+from elitr_core.annotation.studies import StudySpec, create_study, enter_with_token, submit
+from elitr_core.annotation.submit_faults import FULL
+from elitr_core.data.database import open_database
+from elitr_core.errors import UserError
+from tests.elitr_core.annotation_data import build
+
+
+def _answers(url: str) -> list[tuple[int, float]]:
+    with reading(open_database(url)) as session:
+        return [tuple(r) for r in session.execute(  # type: ignore[misc]
+            select(Score.response_id, Score.value).where(Score.annotator_key.is_not(None))
+            .order_by(Score.response_id)).all()]
+
+
+def test_a_full_sqlite_database_is_one_sentence_and_loses_nothing(sqlite_url: str) -> None:
+    """SQLite's max_page_count (set on every connection) makes the file unable to grow, as a
+    full disk does; the submits that fit are kept, the next is refused in words."""
+    build(sqlite_url)
+    with writing(open_database(sqlite_url)) as session:
+        create_study(session, StudySpec(name="s1", pool="silver", per_item=1))
+        token = add_annotator(session, "ann", "silver")
+    engine = open_database(sqlite_url)
+    entry = enter_with_token(engine, token)
+    engine.dispose()
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None) as raw:
+        raw.execute("VACUUM")  # no free page left: a new row must grow the file
+        pages = raw.execute("PRAGMA page_count").fetchone()[0]
+
+    def cap(dbapi_connection: object, _record: object) -> None:
+        dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")  # type: ignore[attr-defined]
+
+    event.listen(engine, "connect", cap)
+    engine.dispose()
+    stored, first = _answers(sqlite_url), 0
+    with pytest.raises(UserError) as refused:
+        for position in range(30):
+            comment = "x" * 4000  # each answer takes room: the file must grow soon
+            submit(engine, entry, position, 7, comment=comment)
+            stored, first = _answers(sqlite_url), position + 1
+    assert str(refused.value) == FULL
+    assert _answers(sqlite_url) == stored  # every earlier answer kept, nothing half-written
+    event.remove(engine, "connect", cap)
+    engine.dispose()
+    submit(engine, entry, first, 7)  # room again: the same submit goes through
+    assert len(_answers(sqlite_url)) == len(stored) + 1
+
+
+def test_a_submit_reconnects_after_the_server_dropped_every_connection(pg_url: str) -> None:
+    """PostgreSQL ends every connection of the database (as a restart does): the next submit
+    reconnects and is stored."""
+    build(pg_url)
+    with writing(open_database(pg_url)) as session:
+        create_study(session, StudySpec(name="s1", pool="silver", per_item=1))
+        token = add_annotator(session, "ann", "silver")
+    engine = open_database(pg_url)
+    entry = enter_with_token(engine, token)
+    before = len(_answers(pg_url))
+    submit(engine, entry, 0, 5)
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    admin = create_engine(engine.url, poolclass=NullPool)
+    with admin.connect() as connection:
+        connection.execute(text(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"))
+    admin.dispose()
+    submit(engine, entry, 1, 6)
+    assert len(_answers(pg_url)) == before + 2

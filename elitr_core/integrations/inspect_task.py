@@ -20,11 +20,12 @@ same conversations ``generate`` asks): a sample's id is ``MEETING/qN`` (single-t
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # `inspect eval FILE` imports this file by its path
+if importlib.util.find_spec("elitr_core") is None:  # `inspect eval FILE` loads it by path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from inspect_ai import Task, task

@@ -18,6 +18,7 @@ import pytest
 from elitr_core.cli.main import main
 from elitr_core.data.model_text import as_generated
 from tests.dbstate import snapshot
+from tests.elitr_core.backends.smollm2 import REAL_MODEL_TIMEOUT
 from tests.elitr_core.integrations.inspect_helpers import MODEL, build_logs
 from tests.elitr_core.run_helpers import MEETINGS, rows
 
@@ -225,3 +226,37 @@ def test_a_variant_tells_apart_two_runs_of_one_model_and_settings(
     lie_texts = [t for (t,) in rows(bundled_sqlite, "SELECT r.text FROM response r JOIN run "
                                     "ON run.id = r.run_id WHERE run.variant = 'lie'")]
     assert all("Answer this question with" in t for t in lie_texts)
+
+
+@REAL_MODEL_TIMEOUT
+def test_the_inspect_cli_on_a_real_model_then_import(
+        bundled_sqlite: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`inspect eval` itself (a subprocess, the task file by its path, cwd the repository) with
+    inspect's hf provider on SmolLM2-135M-Instruct, offline; the log imports with its answers."""
+    import os
+
+    from inspect_ai.log import read_eval_log
+
+    from tests.elitr_core.backends.smollm2 import LINES, smollm2_dir
+    from tests.elitr_core.run_helpers import set_transcripts
+
+    set_transcripts(bundled_sqlite, lines=LINES)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "eval", "elitr_core/integrations/inspect_task.py",
+         "-T", "split=test2", "-T", "setting=qa", "-T", "mode=st", "-T", f"meetings={MEETINGS[1]}",
+         "-T", f"db={bundled_sqlite}", "--model", "hf/smollm2", "-M",
+         f"model_path={smollm2_dir()}", "-M", "device=cpu", "--max-tokens", "4", "--limit", "2",
+         "--log-dir", str(tmp_path / "logs"), "--display", "none"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    assert main(["import", str(log), "--db", bundled_sqlite]) == 0
+    assert "2 responses, 1 runs" in capsys.readouterr().out
+    samples = read_eval_log(str(log)).samples or []
+    logged = {int(str(s.id).rsplit("/q", 1)[1]): s.output.completion for s in samples}
+    stored = dict(rows(bundled_sqlite, "SELECT q.number, r.text FROM response r JOIN run ON "
+                       "run.id = r.run_id JOIN question q ON q.id = r.question_id WHERE "
+                       "run.model = 'hf/smollm2'"))
+    assert stored == logged and len(stored) == 2 and all(stored.values())

@@ -236,8 +236,10 @@ def main() -> int:
         print(f"{args.participants} participants, pace {args.pace or 'as fast as they can'}, "
               f"{args.duration:.0f} s measured, {'PostgreSQL' if args.pg else 'SQLite'}")
         print(f"uptime before: {_uptime()}", flush=True)
-        results = {label: _run_tree(root, args, extra, tmp)
-                   for label, (root, extra) in trees.items()}
+        results = {}
+        for label, (root, extra) in trees.items():
+            results[label] = _run_tree(root, args, extra, tmp)
+            print(f"{label}: {results[label]} ({_uptime()})", flush=True)  # one tree done
         print(f"uptime after:  {_uptime()}")
         _print(results)
     finally:

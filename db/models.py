@@ -1,4 +1,4 @@
-"""SQLModel tables: the data model of architecture.md.
+"""SQLModel tables: the data model (ARCHITECTURE.md, The data model).
 
 Unique keys make every import and score write an idempotent upsert. Columns that take part in a
 unique key are never NULL (NULLs are distinct in SQL unique constraints, so a NULL seed or

@@ -2,8 +2,8 @@
 
 Everything that names a part of ELITR-Bench (docs/protocol.md) imports it from here, so the CLI's
 choices, the pages' filters, the statistics and the exports never spell a word differently.
-The ``scores`` export (architecture.md, export contract) is the long format every statistic
-takes as input: one row per scored (response, evaluator, annotator, sample).
+The ``scores`` export (the export contract, :data:`EXPORT_COLUMNS`) is the long format every
+statistic takes as input: one row per scored (response, evaluator, annotator, sample).
 """
 
 #: The benchmark's splits, settings (QA: questions alone; Conv: conversational phrasing) and

@@ -9,6 +9,7 @@ read every import.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -241,3 +242,52 @@ def test_function_level_imports_are_seen(tmp_path: Path) -> None:
     assert {"elitr_core.export", "elitr_core.export.tables", "db.queries"} <= set(
         _imports(source))
     assert any(_matches(n, "sqlmodel") for n in _imports(ROOT / "db" / "models.py"))
+
+
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+#: Top-level folders that are not rooms of the code: made by running it, git-ignored.
+NOT_ROOMS = frozenset({"var", "artifacts"})
+
+
+def _rooms_named() -> set[str]:
+    """The rooms ARCHITECTURE.md's map names: ``app.py``, ``db/``, ``elitr_core/stats/`` ...
+    (a line of the first code block, its first word, indented under ``elitr_core/`` or not)."""
+    text = ARCHITECTURE.read_text()
+    block = text.split("## The rooms", 1)[1].split("```", 2)[1]
+    named: set[str] = set()
+    for line in block.splitlines():
+        if not line.strip() or line.startswith(" " * 5):
+            continue  # blank, or a description running on
+        word = line.split()[0]
+        named.add(f"elitr_core/{word}" if line.startswith("  ") else word)
+    return named
+
+
+def _rooms_present() -> set[str]:
+    top = {p.name + "/" for p in ROOT.iterdir() if p.is_dir()
+           and not p.name.startswith((".", "_")) and p.name not in NOT_ROOMS}
+    core = {f"elitr_core/{p.name}" + ("/" if p.is_dir() else "")
+            for p in (ROOT / "elitr_core").iterdir()
+            if not p.name.startswith((".", "_")) and (p.is_dir() or p.suffix == ".py")}
+    return top | core | {f"{name}.py" for name in ENTRY_POINTS}
+
+
+def test_architecture_names_every_room_and_only_those() -> None:
+    named, present = _rooms_named(), _rooms_present()
+    assert not present - named, f"rooms ARCHITECTURE.md does not name: {sorted(present - named)}"
+    assert not named - present, f"rooms ARCHITECTURE.md names, gone: {sorted(named - present)}"
+
+
+def test_citations_of_architecture_name_a_section() -> None:
+    """A docstring that cites ``ARCHITECTURE.md, <section>`` names a heading it has."""
+    headings = {line.lstrip("#").strip().lower()
+                for line in ARCHITECTURE.read_text().splitlines() if line.startswith("#")}
+    offences = []
+    for module, path in SOURCES.items():
+        text = path.read_text()
+        if "architecture.md" in text:  # the file is ARCHITECTURE.md: no lower-case one exists
+            offences.append(f"{module} cites architecture.md")
+        for section in re.findall(r"ARCHITECTURE\.md,\s+([^)\n]+)\)", text):
+            if section.strip().lower() not in headings:
+                offences.append(f"{module} cites ARCHITECTURE.md, {section}")
+    assert not offences, "\n".join(offences)

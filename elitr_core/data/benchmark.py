@@ -274,7 +274,7 @@ def bundled_files() -> list[BenchmarkFile]:
 
 
 def scores_frame(files: list[BenchmarkFile]) -> Any:
-    """The long-format ``scores`` table (``columns.SCORE_COLUMNS``) of parsed files, no db.
+    """The long-format ``scores`` table (``elitr_core.vocab.SCORE_COLUMNS``) of parsed files, no db.
 
     A response that appears in several files (the ``all-eval`` and ``gpt-4-eval`` test2 files)
     counts once per evaluator, as in the database. Used by tests and benchmarks; the dashboard

@@ -115,9 +115,10 @@ class ResponseIn(TypedDict):
 
 
 class ScoreRowIn(TypedDict):
-    """One row of a tidy scores CSV (the columns of ``export scores``, ``vocab.SCORE_COLUMNS``);
-    blank optional cells: no seed, no annotator, sample 0, question facets not checked. A name
-    written with the export's formula escape (``'=x``) reads back as the name (``=x``)."""
+    """One row of a tidy scores CSV (the columns of ``export scores``,
+    ``elitr_core.vocab.SCORE_COLUMNS``); blank optional cells: no seed, no annotator, sample 0,
+    question facets not checked. A name written with the export's formula escape (``'=x``)
+    reads back as the name (``=x``)."""
 
     meeting: Annotated[str, length_of(models.Meeting, "external_id"), CSV_NAME]
     question_id: QuestionNumber

@@ -1,4 +1,5 @@
-"""The long ``scores`` table (``vocab.SCORE_COLUMNS``) read from the database as a DataFrame.
+"""The long ``scores`` table (``elitr_core.vocab.SCORE_COLUMNS``) read from the database as a
+DataFrame.
 
 Every statistic, export and study draws from this one loader; it sits with the data, below
 both ``export`` and ``annotation``, so neither has to import the other to read scores.

@@ -142,7 +142,7 @@ def evaluator_correlation(
     Parameters
     ----------
     df : pandas.DataFrame
-        The long-format ``scores`` table (``columns.SCORE_COLUMNS``).
+        The long-format ``scores`` table (``elitr_core.vocab.SCORE_COLUMNS``).
     evaluators : sequence of str, optional
         Evaluator slugs to compare (default: all, in order of appearance). Pairs are unordered:
         ``evaluator_a`` comes before ``evaluator_b`` in this order.

@@ -56,8 +56,8 @@ def breakdown(
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``); annotators and judge samples are first
-        collapsed to one score per response.
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``); annotators and judge samples
+        are first collapsed to one score per response.
     groups : mapping of str to list of str, optional
         Model groups such as ``{"GPT": ["GPT-3.5", "GPT-4"]}``. Each group adds rows whose
         ``model`` is the group name and whose mean pools the responses of its members (not a

@@ -32,7 +32,7 @@ def evaluator_means(df: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``).
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``).
 
     Returns
     -------
@@ -102,7 +102,7 @@ def calibration(
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``).
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``).
     reference : str, default "gold-human"
         Evaluator whose scores define the bins.
     evaluators : sequence of str, optional

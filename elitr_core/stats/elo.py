@@ -165,7 +165,7 @@ def elo(
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``).
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``).
     evaluator : str, optional
         Rate from this evaluator's scores only; by default each evaluator separately.
     k, initial : float
@@ -241,7 +241,7 @@ def bradley_terry(df: pd.DataFrame, evaluator: str | None = None) -> pd.DataFram
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``).
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``).
     evaluator : str, optional
         Fit this evaluator only; by default each evaluator separately.
 

@@ -93,7 +93,7 @@ def leaderboard(df: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``).
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``).
 
     Returns
     -------
@@ -191,7 +191,7 @@ def leaderboard_wide(df: pd.DataFrame, evaluator: str) -> pd.DataFrame:
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``).
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``).
     evaluator : str
         Evaluator slug, e.g. ``"gpt-4"``.
 

@@ -88,8 +88,8 @@ def length_controlled(df: pd.DataFrame, judge: str, human: str, lengths: pd.Data
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``) holding the judge's scores (every model
-        compared) and the human's (any subset).
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``) holding the judge's scores
+        (every model compared) and the human's (any subset).
     judge, human : str
         Evaluator slugs.
     lengths : pandas.DataFrame

@@ -31,7 +31,7 @@ def judge_human_table(df: pd.DataFrame, judge: str, human: str) -> pd.DataFrame:
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``).
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``).
     judge, human : str
         Evaluator slugs. Several rows of one evaluator per response (annotators, judge
         samples) are collapsed by :func:`~elitr_core.stats.frame.per_response`.

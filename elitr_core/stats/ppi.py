@@ -45,7 +45,7 @@ from elitr_core.stats.pairs import GROUP_KEY, judge_human_table, nullable, z_qua
 from elitr_core.vocab import EXPORT_COLUMNS, SCORE_MAX, SCORE_MIN
 
 PPI_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["ppi"]
-"""Columns of ``export ppi`` (architecture.md, export contract)."""
+"""Columns of ``export ppi`` (the export contract, ``elitr_core.vocab.EXPORT_COLUMNS``)."""
 
 BUDGET_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["ppi-budget"]
 """Columns of ``export ppi-budget``."""
@@ -208,7 +208,7 @@ def ppi_table(df: pd.DataFrame, judge: str, human: str, confidence: float = 0.95
     Parameters
     ----------
     df : pandas.DataFrame
-        Long scores table (``columns.SCORE_COLUMNS``) holding both evaluators.
+        Long scores table (``elitr_core.vocab.SCORE_COLUMNS``) holding both evaluators.
     judge, human : str
         The judge evaluator (scored on all responses) and the human one (on a subset).
     confidence : float

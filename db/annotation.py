@@ -129,14 +129,16 @@ def unit_items(*, session: Session, study_id: int, unit: str) -> list[dict[str, 
 
 
 def unit_claims(*, session: Session, study_id: int) -> dict[str, int]:
-    """Every unit of a study with its number of non-excluded participations (0 if none)."""
+    """Every unit of a study with its number of participations neither excluded nor lapsed
+    (0 if none)."""
     units = session.execute(
         select(StudyItem.unit).where(StudyItem.study_id == study_id).distinct()
     ).scalars()
     out = {u: 0 for u in units}
     stmt = (
         select(Participation.unit, func.count())
-        .where(Participation.study_id == study_id, Participation.status != "excluded")
+        .where(Participation.study_id == study_id,
+               Participation.status.not_in(("excluded", "lapsed")))
         .group_by(Participation.unit)
     )
     for unit, n in session.execute(stmt):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 NO_SEED = -1
@@ -131,8 +131,9 @@ class Annotator(SQLModel, table=True):
 class Score(SQLModel, table=True):
     """A score of one response by one evaluator (one annotator, one judge sample).
 
-    ``value`` is NULL unless ``status`` is ``ok`` or ``excluded``: an unparsable judge output is
-    stored with status ``unparsed`` and its reason, never as -1.
+    ``value`` is NULL unless ``status`` is ``ok``, ``excluded`` or ``lapsed`` (an annotator
+    whose claim on a task lapsed): an unparsable judge output is stored with status
+    ``unparsed`` and its reason, never as -1.
     """
 
     __table_args__ = (
@@ -149,7 +150,7 @@ class Score(SQLModel, table=True):
     annotator_key: int = Field(default=0)  # annotator_id or 0: keeps the unique key NULL-free
     sample: int = Field(default=0)
     value: float | None = None
-    status: str = Field(default="ok", max_length=16)  # ok | unparsed | excluded
+    status: str = Field(default="ok", max_length=16)  # ok | unparsed | excluded | lapsed
     reason: str | None = Field(default=None, max_length=512)
     raw: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     seconds_spent: float | None = None
@@ -177,6 +178,43 @@ class Study(SQLModel, table=True):
     # what the annotator's guidelines panel shows: {"examples": [{"question", "reference",
     # "response", "score", "why"}...]}; None means the paper's defaults
     guidelines: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # a claim is a lease: a participant idle this long loses their task to the next arrival
+    # (None: claims never expire, e.g. a gold study's experts)
+    lease_minutes: int | None = None
+    # at most join_limit new participants per client address within join_window_minutes
+    # (None: no limit)
+    join_limit: int | None = None
+    join_window_minutes: int = 60
+
+
+class StudySeat(SQLModel, table=True):
+    """One place for an annotator in a task unit (``per_item`` seats per unit).
+
+    Admission takes a free seat with ``SELECT ... FOR UPDATE SKIP LOCKED`` (PostgreSQL) and
+    points it at the new participation: arrivals at the same study take different seats in
+    parallel instead of queueing on the study row. A seat is free when it holds nobody, or its
+    participation was excluded or lapsed, or (with a lease) has been idle past the lease.
+    """
+
+    __table_args__ = (UniqueConstraint("study_id", "unit", "seat", name="uq_study_seat"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    unit: str = Field(max_length=64)
+    seat: int
+    participation_id: int | None = Field(default=None, foreign_key="participation.id")
+
+
+class StudyJoin(SQLModel, table=True):
+    """A participant admitted to a study, with the client address they came from: the
+    per-address join limit counts these rows (kept when a lapsed participant's rows go)."""
+
+    __table_args__ = (Index("ix_studyjoin_client", "study_id", "client", "at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    client: str = Field(max_length=64)
+    at: datetime = Field(default_factory=utcnow)
 
 
 class StudyItem(SQLModel, table=True):
@@ -213,7 +251,7 @@ class Participation(SQLModel, table=True):
     annotator_id: int = Field(foreign_key="annotator.id", index=True)
     unit: str = Field(max_length=64)
     order_seed: int
-    status: str = Field(default="active", max_length=16)  # active | done | excluded
+    status: str = Field(default="active", max_length=16)  # active|done|excluded|lapsed
     reason: str | None = Field(default=None, max_length=512)
     prolific_session_id: str | None = Field(default=None, max_length=64)
     prolific_study_id: str | None = Field(default=None, max_length=64)

@@ -149,7 +149,8 @@ def check_rows(*, session: Session, study_id: int) -> list[dict[str, Any]]:
 
 
 def study_score_rows(
-    *, session: Session, evaluator_id: int, statuses: tuple[str, ...] = ("ok", "excluded"),
+    *, session: Session, evaluator_id: int,
+    statuses: tuple[str, ...] = ("ok", "excluded", "lapsed"),
     response_ids: Collection[int] | None = None,
 ) -> list[dict[str, Any]]:
     """Individual annotator scores of a study (of some responses when given): response_id,

@@ -39,8 +39,16 @@ TOUR_OPEN_KEY = "annotate.tour-open"  # the "?" button asked for the walkthrough
 VIEW_KEY = "annotate.view"  # the queue as the submit just returned it, for the run it causes
 REDRAW_KEY = "annotate.redraw"  # a pick cleared the error above: redraw the whole page
 EXAMPLES_TTL_S = 60  # a researcher's new worked examples reach open pages within a minute
+NOTICE_KEY = "annotate.notice"  # a key press that arrived for an item no longer on screen
 SCORE_KEY = "annotate-score-{}"  # the picked score of a position (set by the scale's buttons)
-PICK_KEY = "annotate-pick-{}"  # widget keys double as CSS classes (st-key-...) for the keys
+# Every widget of an item carries its queue position in its key, so a click carries the
+# identity of the item on screen: a key pressed while the next item is being drawn reaches
+# the handler bound to the item the annotator saw, never the next one (which a shared key
+# did: its handler was re-bound to the item drawn last). Keys double as CSS classes
+# (st-key-...) that the keyboard script clicks.
+PICK_KEY = "annotate-pick-{}-at-{}"  # value, position
+SUBMIT_KEY, BACK_KEY, NEXT_KEY = ("annotate-submit-at-{}", "annotate-back-at-{}",
+                                  "annotate-next-at-{}")
 COMMENT_KEY, UNCLEAR_KEY = "annotate-comment-{}", "annotate-unclear-{}"
 SCALE = list(range(1, 11))
 ENDS = ":gray[1 = Does not correspond at all · 10 = Perfect match · keys 1-9, 0 = 10]"
@@ -52,19 +60,21 @@ KEYS_JS = """<script>(function () {
     const t = e.target, tag = t && t.tagName;
     if (e.ctrlKey || e.metaKey || e.altKey || tag === "TEXTAREA" || (t && t.isContentEditable)
         || (tag === "INPUT" && t.type !== "checkbox")) return;  // typing a comment
-    const click = (sel) => { const b = doc.querySelector(sel + " button");
+    const click = (key) => {  // the widget of the item on screen: its key ends in -at-N
+      const b = doc.querySelector('[class*="st-key-' + key + '-at-"] button');
       if (b && !b.disabled) { b.click(); return true; } return false; };
     let done = false;
     if (doc.querySelector('[role="dialog"]')) {  // the walkthrough: Enter closes it, no more
-      if (e.key === "Enter") { click(".st-key-annotate-tour-done"); e.preventDefault();
+      if (e.key === "Enter") { const b = doc.querySelector(".st-key-annotate-tour-done button");
+                               if (b) b.click(); e.preventDefault();
                                e.stopImmediatePropagation(); }
       return;
     }
     if (/^[0-9]$/.test(e.key)) {
-      done = click(".st-key-annotate-pick-" + (e.key === "0" ? "10" : e.key));
-    } else if (e.key === "Enter") { done = click(".st-key-annotate-submit");
-    } else if (e.key === "ArrowLeft") { done = click(".st-key-annotate-back");
-    } else if (e.key === "ArrowRight") { done = click(".st-key-annotate-next"); }
+      done = click("annotate-pick-" + (e.key === "0" ? "10" : e.key));
+    } else if (e.key === "Enter") { done = click("annotate-submit");
+    } else if (e.key === "ArrowLeft") { done = click("annotate-back");
+    } else if (e.key === "ArrowRight") { done = click("annotate-next"); }
     if (done) e.preventDefault();
   };
   doc.addEventListener("keydown", w.__elitrKeys, true);
@@ -84,6 +94,7 @@ entry = st.session_state[ENTRY_KEY]
 if st.session_state.get(ENTRY_SEEN_KEY) != entry:
     # a new link or a reload: resume at the first item without an answer
     st.session_state[ENTRY_SEEN_KEY] = entry
+    st.session_state.pop(SHOWN_KEY, None)
     start = guarded(queue_view, engine, entry)
     st.session_state[POSITION_KEY] = start.first_open if start else None
 
@@ -93,22 +104,47 @@ def _go(position: int | None) -> None:
     st.session_state.pop(ERROR_KEY, None)
 
 
+def _on_screen(position: int) -> bool:
+    """Whether ``position`` is the item this session drew last and still shows. A click for
+    another item (pressed before the next item reached the browser, or resent by a browser
+    reconnecting to a fresh session after a replica died) is dropped, with a notice when this
+    session had shown that item."""
+    shown = st.session_state.get(SHOWN_KEY)
+    if shown is not None and shown[0] == position == st.session_state.get(POSITION_KEY):
+        return True
+    if shown is not None:
+        st.session_state[NOTICE_KEY] = (
+            f"A key press meant for item {position + 1} arrived after that item was left; "
+            "it was not applied. Check the item on screen before pressing again.")
+    return False
+
+
+def _nav(position: int, to: int | None) -> None:
+    if _on_screen(position):
+        _go(to)
+
+
 def _pick(position: int, value: int) -> None:
+    if not _on_screen(position):
+        st.session_state[REDRAW_KEY] = True  # the notice is drawn by the whole page
+        return
     st.session_state[SCORE_KEY.format(position)] = value
     if st.session_state.pop(ERROR_KEY, None):
         st.session_state[REDRAW_KEY] = True
 
 
 def _submit(position: int) -> None:
+    if not _on_screen(position):
+        return
     value = st.session_state.get(SCORE_KEY.format(position))
     if value is None:
         st.session_state[ERROR_KEY] = "Pick a score from 1 to 10 first (keys 1-9, 0 = 10)."
         return
-    _, shown_at = st.session_state.get(SHOWN_KEY, (position, time.monotonic()))
+    # the time counts from when this item was drawn (_on_screen: SHOWN_KEY is this item's)
     view = guarded(submit, engine, entry, position, int(value),
                    comment=st.session_state.get(COMMENT_KEY.format(position), ""),
                    unclear=bool(st.session_state.get(UNCLEAR_KEY.format(position))),
-                   seconds=time.monotonic() - shown_at)
+                   seconds=time.monotonic() - st.session_state[SHOWN_KEY][1])
     if view is None:  # the refusal was shown by guarded
         return
     st.session_state[VIEW_KEY] = view  # the run this causes draws it, without asking again
@@ -148,7 +184,7 @@ def _scale(position: int) -> None:
     # through the server's queue (a fifth of the rerun's CPU went to the columns)
     row = st.container(horizontal=True, gap="small")
     for value in SCALE:
-        row.button(f"**{value:d}** · key {value % 10:d}", key=PICK_KEY.format(value),
+        row.button(f"**{value:d}** · key {value % 10:d}", key=PICK_KEY.format(value, position),
                    type="primary" if picked == value else "secondary", width="stretch",
                    on_click=_pick, args=(position, value))
     if picked is None:
@@ -184,6 +220,8 @@ helper.button("?", key="annotate-help", help="The keyboard walkthrough again",
               on_click=lambda: st.session_state.update({TOUR_OPEN_KEY: True}))
 if st.session_state.get(ERROR_KEY):
     st.error(plain(st.session_state[ERROR_KEY]))
+if st.session_state.get(NOTICE_KEY):
+    st.toast(plain(st.session_state.pop(NOTICE_KEY)), icon=":material/block:")
 
 if position is None:
     st.success(md("All {} items are scored. Thank you!", view.total))
@@ -236,11 +274,11 @@ comment, unclear, back, send, forward = st.columns([4, 1.4, 1, 1.6, 1],
 comment.text_input("Comment (optional)", value=item.comment, key=COMMENT_KEY.format(position),
                    placeholder="Comment (optional)", label_visibility="collapsed")
 unclear.checkbox("Unclear item", value=item.unclear, key=UNCLEAR_KEY.format(position))
-back.button("← Back", key="annotate-back", disabled=position == 0,
-            on_click=_go, args=(position - 1,), width="stretch")
-send.button("Submit (Enter)", key="annotate-submit", type="primary", width="stretch",
-            on_click=_submit, args=(position,))
-forward.button("Next →", key="annotate-next", width="stretch", on_click=_go,
+back.button("← Back", key=BACK_KEY.format(position), disabled=position == 0,
+            on_click=_nav, args=(position, position - 1), width="stretch")
+send.button("Submit (Enter)", key=SUBMIT_KEY.format(position), type="primary",
+            width="stretch", on_click=_submit, args=(position,))
+forward.button("Next →", key=NEXT_KEY.format(position), width="stretch", on_click=_nav,
                disabled=item.value is None,
-               args=(position + 1 if position + 1 < view.total else None,))
+               args=(position, position + 1 if position + 1 < view.total else None))
 st.html(KEYS_JS, unsafe_allow_javascript=True)

@@ -173,7 +173,7 @@ def _enter_from_link(params: tuple[str | None, ...]) -> None:
                             "again from Prolific.")
         else:
             entry = join_prolific(engine, study, pid or "", prolific_study or "",
-                                  session_id or "")
+                                  session_id or "", client=client_address())
     except UserError as exc:
         refuse(str(exc))
         return

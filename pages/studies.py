@@ -13,6 +13,7 @@ from elitr_core.annotation.admin import (
     reopen_study,
     study_status,
 )
+from elitr_core.annotation.admission import DEFAULT_JOIN_LIMIT, DEFAULT_LEASE_MINUTES
 from elitr_core.annotation.auth import annotator_link
 from elitr_core.annotation.guidelines import examples_of, set_study_examples
 from elitr_core.annotation.quality import (
@@ -52,6 +53,7 @@ MESSAGE_KEY = "studies.message"
 POOL_KEY = "studies.create.pool"
 CONFIRM_KEY = "studies.confirm-close"  # the study whose closing waits for a confirmation
 PER_ITEM_DEFAULT = {"silver": 10, "gold": 2}
+LEASE_DEFAULT = {"silver": DEFAULT_LEASE_MINUTES, "gold": 0}  # gold: experts keep their task
 
 require_role(RESEARCHER)
 engine = get_engine_or_stop()
@@ -215,10 +217,19 @@ with create_tab, st.form("studies.create"):
                            ATTENTION_RATE_DEFAULT, step=0.05,
                            help="0.1 is one check per ten items (the same default as "
                                 "study create --attention-rate)")
-    cap, code = 0, ""  # Prolific settings: a gold study's experts come through their links
+    cap, code, joins = 0, "", 0  # Prolific settings: a gold study's experts have their links
     if pool == "silver":
         cap = c3.number_input("Max concurrent participants (0 = no cap)", 0, 10_000, 0)
         code = c4.text_input("Prolific completion code")
+    c1, c2, _ = st.columns(3)
+    lease = c1.number_input("Lease: minutes without an answer before a task goes to the "
+                            "next participant (0 = never)", 0, 100_000,
+                            LEASE_DEFAULT[pool],
+                            help="their answers so far are kept, marked lapsed")
+    if pool == "silver":
+        joins = c2.number_input("New participants per network address per hour (0 = no "
+                                "limit)", 0, 100_000, DEFAULT_JOIN_LIMIT,
+                                help="a Prolific id is cheap to invent, an address is not")
     c1, c2, c3 = st.columns(3)
     sample = c1.number_input("Sample: about N responses (0 = all)", 0, 100_000, 0,
                              help="each response drawn with a stored probability, so that "
@@ -233,7 +244,8 @@ with create_tab, st.form("studies.create"):
                          batch=int(batch) if assignment == "random" else None, seed=int(seed),
                          prolific_code=code or None, attention_rate=float(rate),
                          max_concurrent=int(cap) or None, sample=int(sample) or None,
-                         selection=selection, judge=judge)
+                         selection=selection, judge=judge, lease_minutes=int(lease),
+                         join_limit=int(joins))
         summary = _write(create_study, spec)
         if summary:
             names.insert(0, str(summary["study"]))  # the tabs below offer it in this run
@@ -315,6 +327,11 @@ with status_tab:
     st.caption("Scores go to evaluator " + code_span(status.summary["evaluator"])
                + md("; order seed {}; {} annotator(s) per item.", status.summary["order_seed"],
                     status.summary["per_item"]))
+    st.caption(md("Lease (minutes without an answer before a task goes to the next "
+                  "participant): {}. Join limit: {}. Lapsed participants: {} (status lapsed "
+                  "below; their answers are kept, marked lapsed).",
+                  status.summary["lease_minutes"], status.summary["join_limit"],
+                  status.summary["lapsed"]))
     st.caption(plain(attention_note(status.summary, status.progress)))
     st.subheader("Progress per annotator")
     show_table(status.progress, key="studies.progress-table")

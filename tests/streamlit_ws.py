@@ -98,10 +98,15 @@ class Page:
         return "\n".join(e.text for e in self.elements if e.text)
 
     def widget(self, key: str) -> Element:
-        """The widget with this user key; KeyError naming the keys there are when absent."""
+        """The widget with this user key, else the one widget keyed ``<key>-at-<position>``
+        (the annotate page keys an item's widgets with its queue position); KeyError naming
+        the keys there are when absent."""
         for element in self.elements:
             if element.key == key:
                 return element
+        of_item = [e for e in self.elements if (e.key or "").startswith(f"{key}-at-")]
+        if len(of_item) == 1:
+            return of_item[0]
         raise KeyError(f"no widget with key {key!r}; keys: {self.keys()}")
 
     def keys(self) -> list[str]:
@@ -136,6 +141,7 @@ class Session:
         self.page_script_hash = ""
         self.session_id = ""
         self._values: dict[str, WidgetState] = {}
+        self._early: list[ForwardMsg] = []  # read by settle() ahead of the run they start
         self.page = Page()
 
     @classmethod
@@ -196,10 +202,47 @@ class Session:
         self._values[element.id] = state
         return await self.rerun(timeout=timeout)
 
+    async def press(self, key: str, page: Page | None = None) -> None:
+        """Press the button ``key`` of ``page`` (default: the last page read) and return at
+        once: what a browser sends when a key is pressed before the previous press's rerun
+        has reached it (the widget is the one on screen then). :meth:`settle` reads what
+        follows."""
+        element = (page or self.page).widget(key)
+        await self._send([WidgetState(id=element.id, trigger_value=True)],
+                         element.fragment_id)
+
+    async def settle(self, quiet: float = 0.3, timeout: float = 120) -> Page:
+        """Read runs until one has finished and no further run starts within ``quiet``
+        seconds (after :meth:`press`: the server may interrupt, merge or queue reruns, whole
+        or of a fragment); each run's elements replace those at the same place."""
+        while True:
+            self.page = await asyncio.wait_for(self._read_run("", merge=True), timeout)
+            self._keep_values()
+            while True:  # a message that is not a run's start (a status) is skipped
+                try:
+                    raw = await asyncio.wait_for(self._socket.recv(), quiet)
+                except TimeoutError:
+                    return self.page
+                msg = ForwardMsg()
+                msg.ParseFromString(raw)
+                if msg.WhichOneof("type") in {"new_session", "delta"}:
+                    self._early.append(msg)
+                    break
+
     async def rerun(self, triggers: list[WidgetState] | None = None, *, fragment: str = "",
                     timeout: float = 120) -> Page:
         """Send a rerun with the widget states (plus ``triggers``) of the whole page or of
         one ``fragment``; return the finished run."""
+        started = time.monotonic()
+        await self._send(triggers, fragment)
+        self.page = await asyncio.wait_for(self._read_run(fragment), timeout)
+        self.page.seconds = time.monotonic() - started
+        self._keep_values()
+        return self.page
+
+    async def _send(self, triggers: list[WidgetState] | None, fragment: str) -> None:
+        """Send one rerun request (of the page or a fragment) with every kept widget state
+        plus ``triggers``."""
         msg = BackMsg()
         state = msg.rerun_script
         state.fragment_id = fragment
@@ -213,25 +256,24 @@ class Session:
         ids = {t.id for t in triggers or []}
         state.widget_states.widgets.extend(
             [v for k, v in self._values.items() if k not in ids] + list(triggers or []))
-        started = time.monotonic()
         await self._socket.send(msg.SerializeToString())
-        self.page = await asyncio.wait_for(self._read_run(fragment), timeout)
-        self.page.seconds = time.monotonic() - started
-        self._keep_values()
-        return self.page
 
-    async def _read_run(self, fragment: str) -> Page:
+    async def _read_run(self, fragment: str, *, merge: bool = False) -> Page:
         """Read ForwardMsgs until a run finishes; the page is that run's elements (a fragment's
-        run redraws its own and keeps the rest of the page)."""
-        kept = {e.path: e for e in self.page.elements} if fragment else {}
+        run redraws its own and keeps the rest of the page; ``merge``: every run's elements
+        replace those at their place, the rest is kept)."""
+        kept = {e.path: e for e in self.page.elements} if fragment or merge else {}
         drawn: dict[tuple[int, ...], Element] = dict(kept)
         page = Page(query_string=self.query_string)
         while True:
-            msg = ForwardMsg()
-            msg.ParseFromString(await self._socket.recv())
+            if self._early:
+                msg = self._early.pop(0)
+            else:
+                msg = ForwardMsg()
+                msg.ParseFromString(await self._socket.recv())
             kind = msg.WhichOneof("type")
             if kind == "new_session":
-                drawn = dict(kept)
+                drawn = drawn if merge else dict(kept)
                 self.page_script_hash = msg.new_session.page_script_hash
                 self.session_id = msg.new_session.initialize.session_id or self.session_id
             elif kind == "delta" and msg.delta.WhichOneof("type") in ("new_element", "add_block"):

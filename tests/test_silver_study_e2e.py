@@ -128,6 +128,9 @@ def _create_study_on_the_page() -> str:
     _labelled(app.number_input, "Order seed").set_value(1)
     _labelled(app.number_input, "Attention-check rate (checks per item)").set_value(0.1)
     _labelled(app.text_input, "Prolific completion code").set_value(CODE)
+    # every participant of this test arrives from the one test process (one address)
+    _labelled(app.number_input, "New participants per network address per hour (0 = no "
+              "limit)").set_value(0)
     _labelled(app.button, "Create study").click().run()
     assert not app.exception and not app.error
     message = app.success[0].value
@@ -197,8 +200,8 @@ def _answer(url: str, person: Participant, gold: dict[int, float], entry: Entry,
     assert f"Item {position + 1} of " in _page_text(app)
     if kind == "item":  # the page shows the response this answer is computed for
         assert _response_text(url, response_id) in _page_text(app)
-    app.button(key=f"annotate-pick-{value}").click().run()
-    app.button(key="annotate-submit").click().run()
+    app.button(key=f"annotate-pick-{value}-at-{position}").click().run()
+    app.button(key=f"annotate-submit-at-{position}").click().run()
     assert not app.exception and not app.error
     return app
 

@@ -106,6 +106,10 @@ def study_status(session: Session, name: str) -> StudyStatus:
         "attention_rate": study.attention_rate,
         "annotators": int(progress["annotator"].nunique()) if len(progress) else 0,
         "scores": int(len(ok)), "prolific_code": study.prolific_code or "",
+        "lease_minutes": study.lease_minutes or "none (claims never lapse)",
+        "join_limit": (f"{study.join_limit} per address per {study.join_window_minutes} min"
+                       if study.join_limit else "none"),
+        "lapsed": int((progress["status"] == "lapsed").sum()) if len(progress) else 0,
     }
     return StudyStatus(summary, progress.reset_index(drop=True),
                        pd.DataFrame(short_rows, columns=list(SHORT_COLUMNS)))

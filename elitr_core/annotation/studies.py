@@ -1,9 +1,9 @@
-"""Human scoring studies: creation, who scores what, and the annotation queue.
+"""Human scoring studies: who enters, who scores what, and the annotation queue.
 
-A study picks responses (split, setting, mode, models, meetings), cuts them into task units
-(one meeting, the paper's task, or random batches of N) and needs ``per_item`` annotators per
-unit. An annotator arriving by token or Prolific link claims the unit with the fewest
-annotators; their queue is the unit's items plus attention checks, shuffled with a seed derived
+A study (created by :mod:`elitr_core.annotation.study_setup`) needs ``per_item`` annotators
+per task unit. An annotator arriving by token or Prolific link takes a free seat of the unit
+with the fewest annotators (:mod:`elitr_core.annotation.admission`); their queue is the
+unit's items plus attention checks, shuffled with a seed derived
 from the study seed, the annotator and the unit (recorded on the participation). Every answer
 is committed before the next item is returned, through :func:`db.annotation.record_answer` (an
 upsert on the score's key), so a double click or a second tab updates the same score instead of
@@ -12,62 +12,33 @@ adding one.
 
 from __future__ import annotations
 
-import hashlib
-import math
-import random
-from dataclasses import dataclass, replace
-from datetime import timedelta
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from db import admission as aq
 from db import annotation as q
 from db import studies as sq
-from db.crud import save, upsert_evaluator
+from db.crud import upsert_evaluator
 from db.models import Participation, Study, utcnow
 from db.transaction import queued_writing, reading, writing
+from elitr_core.annotation.admission import check_join_limit, claim_unit
+from elitr_core.annotation.admission import order_seed as order_seed  # re-exported
 from elitr_core.annotation.auth import (
     AccessDenied,
     check_prolific_params,
     check_token_format,
     hash_token,
 )
+from elitr_core.annotation.study_setup import POOLS
+from elitr_core.annotation.study_setup import StudySpec as StudySpec  # re-exported
+from elitr_core.annotation.study_setup import create_study as create_study  # re-exported
+from elitr_core.annotation.study_setup import prolific_url as prolific_url  # re-exported
 from elitr_core.annotation.submit_faults import with_database_faults
 from elitr_core.data.fields import lookup_name
 from elitr_core.errors import UserError
-from elitr_core.vocab import ATTENTION_RATE_DEFAULT
-
-POOLS: dict[str, str] = {"gold": "gold-human", "silver": "silver-human"}
-ASSIGNMENTS = ("meeting", "random")
-#: a participant unseen for this long no longer counts towards the concurrency cap
-ACTIVE_WINDOW = timedelta(hours=1)
-MAX_ATTENTION_RATE = 0.5
-
-
-@dataclass(frozen=True)
-class StudySpec:
-    """What a researcher chooses when creating a study (CLI flags, page widgets)."""
-
-    name: str
-    pool: str = "silver"
-    per_item: int = 1
-    split: str | None = None
-    setting: str | None = None
-    mode: str | None = None
-    models: tuple[str, ...] | None = None
-    meetings: tuple[str, ...] | None = None
-    assignment: str = "meeting"
-    batch: int | None = None
-    seed: int = 0
-    prolific_code: str | None = None
-    prolific_study_id: str | None = None
-    attention_rate: float = ATTENTION_RATE_DEFAULT
-    max_concurrent: int | None = None
-    #: a budget: draw about this many responses instead of all (``selection.sample_items``)
-    sample: int | None = None
-    selection: str = "uniform"  # uniform | active (favours the judge's uncertain responses)
-    judge: str = "gpt-4"  # whose uncertainty drives the active selection
 
 
 @dataclass(frozen=True)
@@ -110,159 +81,9 @@ class ItemView:
     unclear: bool
 
 
-def _check_spec(spec: StudySpec) -> None:
-    if not spec.name.strip():
-        raise UserError("a study needs a name")
-    if spec.pool not in POOLS:
-        raise UserError(f"pool must be gold or silver, not {spec.pool!r}")
-    if spec.per_item < 1:
-        raise UserError(f"--per-item must be at least 1, not {spec.per_item}")
-    if spec.assignment not in ASSIGNMENTS:
-        raise UserError(f"assignment must be meeting or random, not {spec.assignment!r}")
-    if spec.assignment == "random" and (spec.batch is None or spec.batch < 1):
-        raise UserError("random assignment needs --batch N (items per annotator), N >= 1")
-    if not 0 <= spec.attention_rate <= MAX_ATTENTION_RATE:
-        raise UserError(f"the attention-check rate must lie in 0..{MAX_ATTENTION_RATE}")
-    if spec.max_concurrent is not None and spec.max_concurrent < 1:
-        raise UserError("the cap on concurrent participants must be at least 1")
-
-
-def _through_gate(spec: StudySpec) -> StudySpec:
-    """The spec's stored options checked by the typed gate (``data.records``): names NFC and
-    free of invisible characters, numbers within their columns; names normalised."""
-    from elitr_core.data import records
-
-    checked = records.check_options(records.STUDY, {
-        "name": spec.name, "order_seed": spec.seed, "per_item": spec.per_item,
-        "batch_size": spec.batch, "max_concurrent": spec.max_concurrent,
-        "prolific_code": spec.prolific_code, "prolific_study_id": spec.prolific_study_id,
-    }, what="study")
-    names = records.check_options(records.STUDY_NAMES, {
-        "models": list(spec.models) if spec.models else None,
-        "meetings": list(spec.meetings) if spec.meetings else None}, what="study")
-    # the study's evaluator slug is "<pool slug>:<name>" and must fit its column as well
-    records.check_options(records.EVALUATOR_SLUG, f"{POOLS[spec.pool]}:{checked['name']}",
-                          what="study name with its pool")
-    return replace(spec, name=checked["name"], prolific_code=checked["prolific_code"],
-                   prolific_study_id=checked["prolific_study_id"],
-                   models=tuple(names["models"]) if names["models"] else spec.models,
-                   meetings=tuple(names["meetings"]) if names["meetings"] else spec.meetings)
-
-
-def create_study(session: Session, spec: StudySpec) -> dict[str, Any]:
-    """Create a study and its items; return a summary (items, units, evaluator slug).
-
-    Raises
-    ------
-    UserError
-        Bad options, a name already taken, or filters matching no response.
-    """
-    _check_spec(spec)
-    spec = _through_gate(spec)
-    if q.study_by_name(session=session, name=spec.name) is not None:
-        raise UserError(f"a study called {spec.name!r} exists already: choose another name")
-    rows = sq.candidate_responses(session=session, split=spec.split, setting=spec.setting,
-                                 mode=spec.mode, models=spec.models, meetings=spec.meetings)
-    if not rows:
-        raise UserError("no response matches these filters: check split, setting, mode, "
-                        "models and meetings (`python -m elitr_core export scores` lists them)")
-    probabilities = None
-    if spec.sample is not None:
-        from elitr_core.annotation.selection import sample_items
-
-        probabilities = sample_items(session, rows, sample=spec.sample,
-                                     selection=spec.selection, judge=spec.judge, seed=spec.seed)
-        rows = [r for r in rows if r["response_id"] in probabilities]
-    pool_slug = POOLS[spec.pool]
-    upsert_evaluator(session=session, slug=pool_slug, kind="human")
-    slug = f"{pool_slug}:{spec.name}"
-    evaluator_id = upsert_evaluator(session=session, slug=slug, kind="human",
-                                    description=f"{spec.pool} annotators of study {spec.name}")
-    if spec.assignment == "meeting":
-        items = [(r["response_id"], r["meeting"]) for r in rows]
-    else:
-        ids = [r["response_id"] for r in rows]
-        random.Random(spec.seed).shuffle(ids)
-        size = spec.batch or len(ids)
-        items = [(rid, f"batch-{i // size + 1:03d}") for i, rid in enumerate(ids)]
-    filters: dict[str, Any] = {
-        "pool": spec.pool, "split": spec.split, "setting": spec.setting, "mode": spec.mode,
-        "models": list(spec.models or []), "meetings": list(spec.meetings or [])}
-    if spec.sample is not None:
-        filters.update(sample=spec.sample, selection=spec.selection, judge=spec.judge)
-    study = Study(name=spec.name, evaluator_id=evaluator_id, per_item=spec.per_item,
-                  assignment=spec.assignment, batch_size=spec.batch, order_seed=spec.seed,
-                  prolific_code=spec.prolific_code or None, max_concurrent=spec.max_concurrent,
-                  filters=filters, attention_rate=spec.attention_rate,
-                  prolific_study_id=spec.prolific_study_id or None)
-    save(session=session, rows=[study])
-    assert study.id is not None
-    sq.add_study_items(session=session, study_id=study.id, items=items,
-                      probabilities=probabilities)
-    return {"study": spec.name, "evaluator": slug, "items": len(items),
-            "units": len({u for _, u in items}), "per_item": spec.per_item}
-
-
-def order_seed(study_seed: int, annotator_id: int, unit: str) -> int:
-    """The queue-order seed of one annotator's unit (stable, recorded on the participation)."""
-    digest = hashlib.sha256(f"{study_seed}:{annotator_id}:{unit}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") >> 1
-
-
-def _queue(
-    items: list[dict[str, Any]], rate: float, seed: int
-) -> list[tuple[str, int, str | None]]:
-    """(kind, response id, check text) in presentation order, attention checks mixed in."""
-    rng = random.Random(seed)
-    queue: list[tuple[str, int, str | None]] = [("item", it["response_id"], None) for it in items]
-    n_checks = min(len(items), math.ceil(rate * len(items))) if rate > 0 else 0
-    for i, src in enumerate(rng.sample(items, n_checks)):
-        others = [it["reference"] for it in items if it["question_id"] != src["question_id"]]
-        if i % 2 == 1 and others:
-            # an answer to another question: expected to score 1-2
-            queue.append(("attention-low", src["response_id"], rng.choice(others)))
-        else:
-            # the reference answer itself: expected to score 9-10
-            queue.append(("attention-high", src["response_id"], None))
-    rng.shuffle(queue)
-    return queue
-
-
-def _claim_unit(session: Session, study: Study, annotator_id: int, *,
-                prolific: tuple[str, str] | None = None) -> Participation:
-    """Give the annotator the unit with the fewest annotators and build their queue."""
-    assert study.id is not None
-    mine = {p.unit for p in q.participations(session=session, study_id=study.id,
-                                             annotator_id=annotator_id)}
-    claims = q.unit_claims(session=session, study_id=study.id)
-    open_units = sorted((n, u) for u, n in claims.items() if n < study.per_item and u not in mine)
-    if not open_units:
-        raise AccessDenied(f"Every task of study {study.name} has enough annotators: thank you, "
-                           "there is nothing left for you to score.")
-    if study.max_concurrent is not None:
-        active = q.count_active(session=session, study_id=study.id,
-                                since=utcnow() - ACTIVE_WINDOW)
-        if active >= study.max_concurrent:
-            raise AccessDenied("This study is full right now: please return your submission "
-                               "on Prolific or try again later.")
-    unit = open_units[0][1]
-    seed = order_seed(study.order_seed, annotator_id, unit)
-    part = q.add_participation(
-        session=session, study_id=study.id, annotator_id=annotator_id, unit=unit,
-        order_seed=seed, prolific_session_id=prolific[1] if prolific else None,
-        prolific_study_id=prolific[0] if prolific else None)
-    start = q.next_position(session=session, study_id=study.id, annotator_id=annotator_id)
-    items = q.unit_items(session=session, study_id=study.id, unit=unit)
-    q.add_assignments(session=session, rows=[
-        {"study_id": study.id, "annotator_id": annotator_id, "response_id": rid,
-         "position": start + i, "kind": kind, "participation_id": part.id,
-         "check_text": text, "unclear": False}
-        for i, (kind, rid, text) in enumerate(_queue(items, study.attention_rate, seed))])
-    return part
-
-
 def _open_study(session: Session, name: str) -> Study:
-    study = q.study_by_name(session=session, name=lookup_name(name), lock=True)
+    # no lock on the study row: admission takes a seat row (db.admission.free_seat)
+    study = q.study_by_name(session=session, name=lookup_name(name))
     if study is None:
         raise AccessDenied("This link names a study that does not exist: check the link.")
     if study.status != "open":
@@ -310,8 +131,20 @@ def _study_for_token(session: Session, annotator_id: int, pool_slug: str) -> str
 
 
 def _check_participation(parts: list[Participation], study: Study) -> None:
-    if parts and all(p.status == "excluded" for p in parts):
+    """Refuse a participant whose every task was excluded or lapsed; touch the others (an
+    entry is activity: it renews the lease)."""
+    if parts and all(p.status in ("excluded", "lapsed") for p in parts):
+        if any(p.status == "lapsed" for p in parts):
+            raise AccessDenied(LAPSED.format(study.name))
         raise AccessDenied(f"This link is no longer valid for study {study.name}.")
+    for part in parts:
+        if part.status == "active":
+            part.last_seen_at = utcnow()
+
+
+LAPSED = ("Your time for this task in study {} ran out and the task went to another "
+          "participant; your answers so far are kept. Please return the study on Prolific "
+          "(or ask the researcher for a new task).")
 
 
 def enter_with_token(engine: Engine, token: str, study_name: str | None = None) -> Entry:
@@ -337,16 +170,18 @@ def enter_with_token(engine: Engine, token: str, study_name: str | None = None) 
         parts = q.participations(session=session, study_id=study.id, annotator_id=annotator.id)
         _check_participation(parts, study)
         if not parts:
-            _claim_unit(session, study, annotator.id)
+            claim_unit(session, study, annotator.id)
         return Entry(annotator.id, study.id, study.name)
 
 
 def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str,
-                  session_id: str) -> Entry:
+                  session_id: str, *, client: str = "") -> Entry:
     """Create or resume a Prolific participant as a silver annotator of ``study_name``.
 
     The first SESSION_ID seen for a participant is bound to them: the same PID with another
     session id (a copied or edited link) is refused, so nobody resumes someone else's work.
+    A new participant counts towards the study's join limit of ``client`` (their address);
+    one refused creates nothing.
     """
     pid, prolific_study, session_id = check_prolific_params(pid, prolific_study, session_id)
     with writing(engine) as session:
@@ -356,20 +191,28 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
         if study.prolific_study_id and study.prolific_study_id != prolific_study:
             raise AccessDenied("This Prolific link belongs to another study (STUDY_ID does not "
                                "match): please open the study again from Prolific.")
+        # two tabs of one participant arriving at once: the second waits for the first
+        aq.lock_key(session=session, namespace=aq.PARTICIPANT_LOCK, text=pid)
         pool_id = upsert_evaluator(session=session, slug=POOLS["silver"], kind="human")
         annotator = q.annotator_by_external_id(session=session, evaluator_id=pool_id,
                                                external_id=pid)
+        parts = [] if annotator is None or annotator.id is None else q.participations(
+            session=session, study_id=study.id, annotator_id=annotator.id)
+        _check_participation(parts, study)
+        if parts:
+            if parts[-1].prolific_session_id != session_id:
+                raise AccessDenied("This Prolific session does not match the one this "
+                                   "participant started with: please open the study again "
+                                   "from Prolific.")
+            assert annotator is not None and annotator.id is not None
+            return Entry(annotator.id, study.id, study.name, prolific=True)
+        check_join_limit(session, study, client)
         if annotator is None:
             annotator = q.add_annotator(session=session, evaluator_id=pool_id,
                                         name=f"prolific-{pid}", external_id=pid)
         assert annotator.id is not None
-        parts = q.participations(session=session, study_id=study.id, annotator_id=annotator.id)
-        _check_participation(parts, study)
-        if parts and parts[-1].prolific_session_id != session_id:
-            raise AccessDenied("This Prolific session does not match the one this participant "
-                               "started with: please open the study again from Prolific.")
-        if not parts:
-            _claim_unit(session, study, annotator.id, prolific=(prolific_study, session_id))
+        claim_unit(session, study, annotator.id, prolific=(prolific_study, session_id),
+                   client=client)
         return Entry(annotator.id, study.id, study.name, prolific=True)
 
 
@@ -480,6 +323,8 @@ def _record(engine: Engine, entry: Entry, position: int, value: int, comment: st
         _own(row)
         if row.participation_status == "excluded":
             raise AccessDenied(f"This link is no longer valid for study {study.name}.")
+        if row.participation_status == "lapsed":
+            raise AccessDenied(LAPSED.format(study.name))
         q.record_answer(session=session, assignment=row, evaluator_id=row.evaluator_id,
                         value=float(value), comment=comment.strip()[:5000] or None,
                         unclear=unclear, seconds=max(0.0, float(seconds)))
@@ -502,19 +347,11 @@ def _record(engine: Engine, entry: Entry, position: int, value: int, comment: st
         return view
 
 
-def prolific_url(study_name: str, host: str = "https://YOUR-HOST") -> str:
-    """The study URL to paste into Prolific (Prolific fills the ``{{%...%}}`` placeholders)."""
-    from urllib.parse import quote
-
-    return (f"{host.rstrip('/')}/?study={quote(study_name, safe='')}"
-            "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
-
-
 def take_another_unit(engine: Engine, entry: Entry) -> QueueView:
     """Give a token annotator who finished their task another unit of the same study."""
     if entry.prolific:
         raise AccessDenied("A Prolific participant takes one task per study.")
     with writing(engine) as session:
         study = _open_study(session, entry.study_name)
-        _claim_unit(session, study, entry.annotator_id)  # its writes ran: the view sees them
+        claim_unit(session, study, entry.annotator_id)  # its writes ran: the view sees them
         return _queue_view(session, _StudyFacts.of(study), entry)

@@ -49,7 +49,9 @@ def cmd_study_create(args: argparse.Namespace) -> int:
         assignment=args.assignment, batch=args.batch, seed=args.seed,
         prolific_code=args.prolific_code, prolific_study_id=args.prolific_study_id,
         attention_rate=args.attention_rate, max_concurrent=args.max_concurrent,
-        sample=args.sample, selection=args.selection, judge=args.judge)
+        sample=args.sample, selection=args.selection, judge=args.judge,
+        lease_minutes=args.lease_minutes, join_limit=args.join_limit,
+        join_window_minutes=args.join_window_minutes)
     with writing(open_database(args.db)) as session:
         summary = create_study(session, spec)
     print(f"study {summary['study']} created: {summary['items']} items in {summary['units']} "
@@ -134,6 +136,15 @@ def _study_create_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
                    f"{ATTENTION_RATE_DEFAULT:g}; 0.1 is one check per ten items)")
     p.add_argument("--max-concurrent", type=int, metavar="N",
                    help="cap on participants working at the same time")
+    p.add_argument("--lease-minutes", type=int, metavar="M",
+                   help="a participant without an answer for M minutes loses their task to "
+                        "the next arrival, answers kept and marked lapsed (default: 60 for "
+                        "silver, none for gold; 0 = never)")
+    p.add_argument("--join-limit", type=int, metavar="N",
+                   help="at most N new participants per client address per window (default: "
+                        "3 for silver, none for gold; 0 = no limit)")
+    p.add_argument("--join-window-minutes", type=int, default=60, metavar="M",
+                   help="the join limit's window (default 60)")
     p.add_argument("--sample", type=int, metavar="N",
                    help="draw about N of the matching responses instead of all (each with a "
                         "stored probability; see export ppi-active)")

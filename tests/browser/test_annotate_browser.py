@@ -117,7 +117,8 @@ def test_scale_and_submit_fit_1366x768_and_responses_fetch_nothing(
     height = browser.execute_script("return window.innerHeight")  # type: ignore[attr-defined]
     for key in ("annotate-pick-1", "annotate-pick-10", "annotate-submit"):
         rect = browser.execute_script(  # type: ignore[attr-defined]
-            f"return document.querySelector('.st-key-{key} button').getBoundingClientRect()")
+            f"return document.querySelector('[class*=\"st-key-{key}-at-\"] button')"
+            ".getBoundingClientRect()")
         assert 0 <= rect["top"] and rect["bottom"] <= height, (key, rect, height)
     assert browser.execute_script(  # type: ignore[attr-defined]
         "return window.scrollY") == 0

@@ -37,20 +37,26 @@ def _app(**params: str) -> AppTest:
     return app.run()
 
 
+def item_button(app: AppTest, key: str):  # type: ignore[no-untyped-def]
+    """The button ``key`` of the item on screen (its key ends in ``-at-<position>``)."""
+    [button] = [b for b in app.button if (b.key or "").startswith(f"{key}-at-")]
+    return button
+
+
 def _pick(app: AppTest, value: int) -> AppTest:
-    return app.button(key=f"annotate-pick-{value}").click().run()
+    return item_button(app, f"annotate-pick-{value}").click().run()
 
 
 def _picked(app: AppTest) -> int | None:
     """The score the page shows as picked (the one primary button of the scale)."""
-    chosen = [v for v in range(1, 11) if app.button(key=f"annotate-pick-{v}").proto.type
+    chosen = [v for v in range(1, 11) if item_button(app, f"annotate-pick-{v}").proto.type
               == "primary"]
     assert len(chosen) <= 1
     return chosen[0] if chosen else None
 
 
 def _score(app: AppTest, value: int) -> AppTest:
-    return _pick(app, value).button(key="annotate-submit").click().run()
+    return item_button(_pick(app, value), "annotate-submit").click().run()
 
 
 def _page_text(app: AppTest) -> str:
@@ -68,7 +74,7 @@ def test_score_revise_resume_and_end_screen(study: tuple[str, str]) -> None:
     assert "[Does the response" not in _page_text(app)  # as clean text, no prompt brackets
     app = _score(app, 7)
     assert "Item 2 of 3" in _page_text(app)
-    app.button(key="annotate-back").click().run()  # revise item 1
+    item_button(app, "annotate-back").click().run()  # revise item 1
     assert "Item 1 of 3" in _page_text(app) and _picked(app) == 7
     app = _score(app, 3)
     assert "Item 2 of 3" in _page_text(app)
@@ -132,7 +138,7 @@ def test_closed_study_and_excluded_annotator_are_refused(study: tuple[str, str])
     with writing(open_database(url)) as session:
         exclude_annotator(session, "s", "ann")
     assert "no longer valid" in _app(token=token).error[0].value
-    _pick(app, 5).button(key="annotate-submit").click().run()  # the open tab cannot write either
+    item_button(_pick(app, 5), "annotate-submit").click().run()  # the open tab cannot write either
     assert "no longer valid" in app.error[0].value
     with writing(open_database(url)) as session:
         close_study(session, "s")
@@ -173,7 +179,7 @@ def test_picked_score_is_marked_and_explained(study: tuple[str, str]) -> None:
     _url, token = study
     app = _app(token=token)
     assert _picked(app) is None and "No score picked yet." in _page_text(app)
-    assert app.button(key="annotate-pick-10").label == "**10** · key 0"  # hotkey on the choice
+    assert item_button(app, "annotate-pick-10").label == "**10** · key 0"  # hotkey on the choice
     app = _pick(app, 9)
     assert _picked(app) == 9
     assert "Your score: 9" in _page_text(app) and "more verbose" in _page_text(app)

@@ -265,6 +265,7 @@ class Session:
         kept = {e.path: e for e in self.page.elements} if fragment or merge else {}
         drawn: dict[tuple[int, ...], Element] = dict(kept)
         page = Page(query_string=self.query_string)
+        started = False
         while True:
             if self._early:
                 msg = self._early.pop(0)
@@ -273,7 +274,10 @@ class Session:
                 msg.ParseFromString(await self._socket.recv())
             kind = msg.WhichOneof("type")
             if kind == "new_session":
-                drawn = drawn if merge else dict(kept)
+                # a fragment's run starts on the page it redraws part of; a run after it (the
+                # fragment's st.rerun) is the whole page's, drawn anew
+                drawn = drawn if merge else dict(kept) if not started else {}
+                started = True
                 self.page_script_hash = msg.new_session.page_script_hash
                 self.session_id = msg.new_session.initialize.session_id or self.session_id
             elif kind == "delta" and msg.delta.WhichOneof("type") in ("new_element", "add_block"):

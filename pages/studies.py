@@ -25,7 +25,7 @@ from elitr_core.annotation.quality import (
     study_agreement,
 )
 from elitr_core.annotation.selection import plan_budget
-from elitr_core.annotation.studies import (
+from elitr_core.annotation.study_setup import (
     MAX_ATTENTION_RATE,
     StudySpec,
     create_study,

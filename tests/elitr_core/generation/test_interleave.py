@@ -218,3 +218,27 @@ def test_fake_backend_interleaved_resume_on_postgres_and_sqlite(db_url: str) -> 
     stored = responses(db_url, report.run_id)
     assert len(stored) == 28
     assert all(abs(meta["span"] - SPAN) <= 0.05 * SPAN for _, meta in stored.values())
+
+
+def test_a_span_beyond_the_context_is_refused_by_default(url: str, tmp_path) -> None:
+    """The truncation policy of every run: a conversation longer than the model's context is
+    refused (one sentence naming the fix), nothing is stored, and the run is marked failed."""
+    import torch
+
+    from elitr_core.backends.hf import HFBackend
+    from tests.elitr_core.backends.tiny_model import build_tiny_llama
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        folder = build_tiny_llama(tmp_path / "tiny")
+        small = HFBackend(str(folder), device="cpu", max_context=512)
+        with pytest.raises(UserError, match="truncation='middle'"):
+            generate_run(get_engine(url), spec(model="tiny", interleave=Interleaving(2, 2000),
+                                               decoding=DecodingConfig(max_new_tokens=4)),
+                         small)
+    finally:
+        torch.set_num_threads(threads)
+    (run_id, status), = rows(url, "SELECT id, status FROM run WHERE model = 'tiny'")
+    assert status == "failed" and responses(url, run_id) == {}
+    assert "truncation" in config(url, run_id)["failures"][-1]["error"]

@@ -43,3 +43,13 @@ def fault_kind(exc: BaseException) -> Fault | None:
     if "locked" in text:
         return "locked"
     return None
+
+
+def brief(exc: BaseException) -> str:
+    """The first line of what the driver said (no SQL, no parameters: an answer's text would
+    be among them), else of the exception itself."""
+    source = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    for line in str(source).strip().splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return type(exc).__name__

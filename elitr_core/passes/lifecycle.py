@@ -21,6 +21,7 @@ from typing import Any, ClassVar, TypeVar
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from db.faults import brief
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation, DecodingConfig
 from elitr_core.data.model_text import IN_WORDS
@@ -142,13 +143,17 @@ class ResumablePass:
             except Exception as exc:
                 if error is None:
                     status, error, flush_error = "failed", exc, exc
-                else:
-                    logger.error("could not store the last results: %s", exc)
+                else:  # the first error is the one reported; this one only with --debug
+                    logger.debug("could not store the last results: %s", brief(exc),
+                                 exc_info=True)
         try:
             with writing(self.engine) as session:
                 status = self.record(session, status, error)
-        except Exception:  # the database may be why the pass failed: keep the first error
-            logger.exception("could not record the end of the pass")
+        except Exception as exc:  # the database may be why the pass failed: keep the first
+            # error; never the statement and its parameters (an answer's text) on the terminal
+            log = logger.debug if error is not None else logger.error
+            log("could not record the end of the pass: %s", brief(exc),
+                exc_info=logger.isEnabledFor(logging.DEBUG))
         if flush_error is not None:
             self.report.status = "failed"
             raise flush_error

@@ -8,15 +8,32 @@ import sqlite3
 
 import pytest
 from sqlalchemy import event, select, text
+from sqlalchemy.engine import Engine
 
 from db.models import Score
 from db.transaction import reading, writing
 from elitr_core.annotation.admin import add_annotator
-from elitr_core.annotation.studies import StudySpec, create_study, enter_with_token, submit
+from elitr_core.annotation.studies import (
+    Entry,
+    StudySpec,
+    create_study,
+    enter_with_token,
+    submit,
+)
 from elitr_core.annotation.submit_faults import FULL
 from elitr_core.data.database import open_database
 from elitr_core.errors import UserError
 from tests.elitr_core.annotation_data import build
+
+
+def _study(url: str) -> tuple[Engine, Entry]:
+    """The annotation test data with one study and one annotator who entered it."""
+    build(url)
+    with writing(open_database(url)) as session:
+        create_study(session, StudySpec(name="s1", pool="silver", per_item=1))
+        token = add_annotator(session, "ann", "silver")
+    engine = open_database(url)
+    return engine, enter_with_token(engine, token)
 
 
 def _answers(url: str) -> list[tuple[int, float]]:
@@ -29,12 +46,7 @@ def _answers(url: str) -> list[tuple[int, float]]:
 def test_a_full_sqlite_database_is_one_sentence_and_loses_nothing(sqlite_url: str) -> None:
     """SQLite's max_page_count (set on every connection) makes the file unable to grow, as a
     full disk does; the submits that fit are kept, the next is refused in words."""
-    build(sqlite_url)
-    with writing(open_database(sqlite_url)) as session:
-        create_study(session, StudySpec(name="s1", pool="silver", per_item=1))
-        token = add_annotator(session, "ann", "silver")
-    engine = open_database(sqlite_url)
-    entry = enter_with_token(engine, token)
+    engine, entry = _study(sqlite_url)
     engine.dispose()
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None) as raw:
         raw.execute("VACUUM")  # no free page left: a new row must grow the file
@@ -62,12 +74,7 @@ def test_a_full_sqlite_database_is_one_sentence_and_loses_nothing(sqlite_url: st
 def test_a_submit_reconnects_after_the_server_dropped_every_connection(pg_url: str) -> None:
     """PostgreSQL ends every connection of the database (as a restart does): the next submit
     reconnects and is stored."""
-    build(pg_url)
-    with writing(open_database(pg_url)) as session:
-        create_study(session, StudySpec(name="s1", pool="silver", per_item=1))
-        token = add_annotator(session, "ann", "silver")
-    engine = open_database(pg_url)
-    entry = enter_with_token(engine, token)
+    engine, entry = _study(pg_url)
     before = len(_answers(pg_url))
     submit(engine, entry, 0, 5)
     from sqlalchemy import create_engine

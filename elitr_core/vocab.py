@@ -80,6 +80,10 @@ LEADERBOARD_MEAN_NOTE = (
 #: Columns of every export table, in contract order.
 EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "scores": SCORE_COLUMNS,
+    # the Leaderboard's main table: the paper's three settings, their means first (a column
+    # the filters leave without scores is empty)
+    "main-table": ("model", "rank", "QA-st mean", "QA-mt mean", "Conv-mt mean", "QA-st dev",
+                   "QA-st test2", "QA-mt dev", "QA-mt test2", "Conv-mt dev", "Conv-mt test2"),
     "leaderboard": (
         "model",
         "setting",
@@ -227,6 +231,7 @@ TABLE_NAMES: tuple[str, ...] = (
     "scores",
     "unscored",
     "leaderboard",
+    "main-table",
     "breakdown",
     "lost-in-middle",
     "differentiating",

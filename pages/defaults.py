@@ -24,7 +24,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-DEFAULT_JUDGE = "gpt-4"
+from elitr_core.export.views import DEFAULT_JUDGE  # one default judge, core and pages
+
 DEFAULT_HUMAN = "gold-human"
 DEFAULT_MODEL = "GPT-4"
 #: the Judge audit's planner and sampling-design defaults

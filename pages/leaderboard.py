@@ -1,6 +1,7 @@
 """Leaderboard: the paper's main table (settings side by side, dev / test2 / mean) per evaluator."""
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +15,7 @@ from pages.data import cached_figure, export_table, score_cache
 from pages.defaults import DEFAULT_JUDGE, Defaults, View, declare_views
 from pages.downloads import download_table
 from pages.figures import show_figure
-from pages.filters import cli_arguments, describe, sidebar_filters
+from pages.filters import cli_arguments, describe, export_command, sidebar_filters
 from pages.messages import shown
 from pages.state import kept, open_tab
 from pages.tables import show_table
@@ -33,11 +34,10 @@ def main_table(flt: object, evaluator: str) -> tuple[pd.DataFrame, pd.DataFrame]
     return board_wide(board, evaluator, "mean"), board_wide(board, evaluator, "std")
 
 
-def means_first(table: pd.DataFrame) -> list[str]:
-    """The main table's columns with the three means first: at 1366 px the grid shows about
-    ten columns, and the paper ranks by the means (dev and test2 follow, scrolled to)."""
-    means = [c for c in table.columns if str(c).endswith(" mean")]
-    return means + [c for c in table.columns if c not in means and c != "rank"]
+def main_keys(table: pd.DataFrame) -> list[str]:
+    """The main table's columns a 1366 px screen shows: rank, the three means and each
+    setting's test2 mean (the dev ones behind the table's column picker)."""
+    return ["rank", *[c for c in views.means_first(table) if not str(c).endswith(" dev")]]
 
 
 def default_evaluator(evaluators: list[str]) -> str:
@@ -91,16 +91,23 @@ rank_by = st.selectbox("Rank by", list(mean.columns),
                        **kept(RANK_KEY, "QA-st mean" if "QA-st mean" in mean.columns
                               else mean.columns[0], list(mean.columns)))
 ranked = views.ranked(mean, rank_by)
+# the download is the export's table: the means in the rank order shown
+exported = views.main_table(board, evaluator, rank_by)
+command = export_command("main-table", f"--evaluator {evaluator}", f"--rank-by '{rank_by}'",
+                         flt=replace(flt, evaluators=None))
 if several_seeds:
-    st.caption("mean ± sample standard deviation over seeds; click a column title to sort")
+    st.caption("mean ± sample standard deviation over seeds; click a column title to sort. "
+               "Downloads (the means): same bytes as " + code_span(command))
     main = views.mean_std_labels(mean, std)
-    show_table(main.loc[ranked.index].assign(rank=ranked["rank"])[["rank", *means_first(main)]],
-               key="leaderboard.main-table", index=True)
+    show_table(main.loc[ranked.index].assign(rank=ranked["rank"])[
+        ["rank", *views.means_first(main)]], key="leaderboard.main-table", index=True,
+        keys=main_keys(main))
 else:
-    main = mean
-    st.caption("click a column title to sort")
-    show_table(ranked[["rank", *means_first(mean)]], key="leaderboard.main-table", index=True)
-download_table(main.reset_index(), f"leaderboard-main-{evaluator}", key="download.main")
+    st.caption("Click a column title to sort. Same bytes as " + code_span(command))
+    show_table(ranked[["rank", *views.means_first(mean)]], key="leaderboard.main-table",
+               index=True, keys=main_keys(mean))
+download_table(exported, f"leaderboard-main-{evaluator}", table="main-table",
+               key="download.main")
 
 # one section at a time: the page draws the open tab only (the others on a click)
 tab_label, tab = open_tab([FIGURE, LONG, FAMILIES, DIFFERENTIATING, TWO_MODELS], key=SECTION_KEY)

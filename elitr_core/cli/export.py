@@ -40,7 +40,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             frame = build_table(args.table, session, flt, reference=args.reference,
                                 groups=parse_groups(args.group or []), audit=audit_options(args),
-                                elo=args.elo)
+                                elo=args.elo, rank_by=args.rank_by)
     name = "elo-pairwise" if pairwise and args.table == "elo" else args.table
     write(render(frame, args.format, name), args.out)
     return 0
@@ -166,6 +166,9 @@ def register(sub: Any) -> None:
     p.add_argument("folder", nargs="?", metavar="DIR", help="dataset: the folder to write")
     db_option(p)
     filter_options(p)
+    p.add_argument("--rank-by", metavar="COLUMN",
+                   help="main-table: the column that ranks the models (default 'QA-st mean'); "
+                   "its evaluator is the first --evaluator (default gpt-4)")
     p.add_argument(
         "--reference",
         default="gold-human",

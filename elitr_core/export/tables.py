@@ -38,6 +38,8 @@ class TableOptions:
     groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     differentiating: tuple[tuple[str, int], ...] = ()
     elo: str = "mle"  # which Elo rating: mle, median (over random orders) or order
+    rank_by: str | None = None  # the main table's ranking column (default: QA-st mean)
+    evaluator: str | None = None  # the main table's evaluator (default: views.DEFAULT_JUDGE)
 
 
 TableBuilder = Callable[[pd.DataFrame, TableOptions], pd.DataFrame]
@@ -86,10 +88,13 @@ def _icc_note_rows(forms: tuple[str, ...], note: str) -> pd.DataFrame:
 
 def _builders() -> dict[str, TableBuilder]:
     # imported here so that `python -m elitr_core --help` stays fast
+    from elitr_core.export import views
     from elitr_core.stats import agreement, breakdown, calibration, elo, leaderboard, paired
 
     return {
         "leaderboard": lambda df, o: leaderboard.leaderboard(df),
+        "main-table": lambda df, o: views.main_table(leaderboard.leaderboard(df), o.evaluator,
+                                                     o.rank_by),
         "breakdown": lambda df, o: breakdown.breakdown(
             df, {name: list(models) for name, models in o.groups} or None),
         "lost-in-middle": lambda df, o: breakdown.lost_in_middle(df),
@@ -135,7 +140,7 @@ def _per_pool(df: pd.DataFrame, o: TableOptions, which: int) -> pd.DataFrame:
 def build_table(
     name: str, session: Session, flt: ScoreFilter, *, reference: str = "gold-human",
     groups: tuple[tuple[str, tuple[str, ...]], ...] = (), scores: pd.DataFrame | None = None,
-    audit: AuditOptions | None = None, elo: str = "mle",
+    audit: AuditOptions | None = None, elo: str = "mle", rank_by: str | None = None,
 ) -> pd.DataFrame:
     """Build one table of the export contract for the filters.
 
@@ -155,7 +160,10 @@ def build_table(
     if name not in builders:
         raise UserError(f"unknown table {name!r}: choose one of {', '.join(TABLE_NAMES)}")
     keys = differentiating_keys(session) if name == "differentiating" else ()
-    options = TableOptions(reference=reference, groups=groups, differentiating=keys, elo=elo)
+    # the main table lays out one evaluator: the first --evaluator, else the default judge
+    evaluator = flt.evaluators[0] if name == "main-table" and flt.evaluators else None
+    options = TableOptions(reference=reference, groups=groups, differentiating=keys, elo=elo,
+                           rank_by=rank_by, evaluator=evaluator)
     return stat_table(name, scores, options=options)
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.frame import RESPONSE_KEY, per_response, wide_by_evaluator
-from elitr_core.vocab import INTERLEAVED_MODES, SPLIT_ORDER
+from elitr_core.vocab import EXPORT_COLUMNS, INTERLEAVED_MODES, SPLIT_ORDER
 
 """Column order of the splits in the paper's main table."""
 
@@ -60,6 +60,44 @@ def ranked(wide: pd.DataFrame, by: str) -> pd.DataFrame:
     out = wide.assign(rank=rank)[["rank", *wide.columns]]
     return out.sort_values(["rank", by], ascending=[True, False], na_position="last",
                            kind="stable")
+
+
+#: the judge the Leaderboard and ``export main-table`` show first when it has scores
+DEFAULT_JUDGE = "gpt-4"
+#: the main table's default ranking (the paper's first column)
+DEFAULT_RANK_BY = "QA-st mean"
+
+
+def means_first(table: pd.DataFrame) -> list[str]:
+    """The main table's columns with the three means first (the paper ranks by them; dev and
+    test2 follow), ``rank`` left out."""
+    means = [c for c in table.columns if str(c).endswith(" mean")]
+    return means + [c for c in table.columns if c not in means and c != "rank"]
+
+
+def main_table(board: pd.DataFrame, evaluator: str | None = None,
+               rank_by: str | None = None) -> pd.DataFrame:
+    """The ELITR-Bench main table as the Leaderboard shows it (``export main-table``): one row
+    per model in rank order, ``model``, ``rank``, the means of QA-st, QA-mt and Conv-mt, then
+    each split's mean.
+
+    ``board`` is the ``leaderboard`` table; ``evaluator`` defaults to :data:`DEFAULT_JUDGE`
+    when it scored, else the first evaluator; ``rank_by`` to :data:`DEFAULT_RANK_BY` when the
+    table has it, else its first column. A model without a value there has no rank and comes
+    last."""
+    from elitr_core.stats.leaderboard import board_wide
+
+    evaluators = evaluators_in(board)
+    if not evaluators:
+        raise DegenerateDataError("no leaderboard row under these filters")
+    chosen = evaluator or (DEFAULT_JUDGE if DEFAULT_JUDGE in evaluators else evaluators[0])
+    wide = board_wide(board, chosen, "mean")
+    by = rank_by or (DEFAULT_RANK_BY if DEFAULT_RANK_BY in wide.columns else wide.columns[0])
+    if by not in wide.columns:
+        raise UserError(f"cannot rank by {by!r}: choose one of {', '.join(map(str, wide.columns))}")
+    table = ranked(wide, by)[["rank", *means_first(wide)]]
+    return table.rename_axis("model").reset_index().reindex(
+        columns=list(EXPORT_COLUMNS["main-table"]))
 
 
 def labelled_first(table: pd.DataFrame) -> pd.DataFrame:

@@ -209,3 +209,20 @@ def test_the_mean_column_is_explained_where_it_is_read(app: AppTest, bundled_sql
     assert any(explained in c.value for c in app.caption)
     long = open_tab(app, SECTION, "Long table")
     assert sum(explained in c.value for c in long.caption) == 2
+
+
+def test_main_table_has_its_export_command_and_downloads_in_rank_order(
+        app: AppTest, bundled_sqlite: str, tmp_path: Path) -> None:
+    """The main table's caption gives ``export main-table``; its CSV is that command's bytes,
+    the models in the rank order shown (they came alphabetically, with no command)."""
+    captions = " ".join(c.value for c in app.caption)
+    assert "python -m elitr_core export main-table --evaluator gpt-4 --rank-by 'QA-st mean'" \
+        in captions
+    page = download_bytes(app, "download.main.csv")
+    cli = cli_export(bundled_sqlite, "main-table", tmp_path / "main.csv",
+                     "--evaluator", "gpt-4", "--rank-by", "QA-st mean")
+    assert page == cli
+    shown = app.dataframe[0].value.index.tolist()
+    rows = list(csv.DictReader(io.StringIO(page.decode())))
+    assert [r["model"] for r in rows] == shown and rows[0]["rank"] == "1"
+    assert shown != sorted(shown)

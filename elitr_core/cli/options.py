@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from elitr_core.cli.boundary import valid_text
-from elitr_core.vocab import MODES, SETTINGS, SPLITS
+from elitr_core.vocab import INTERLEAVED_MODES, MODES, SETTINGS, SPLITS
 
 if TYPE_CHECKING:
     from elitr_core.data.browse import ScoreFilter
@@ -67,7 +67,8 @@ def db_option(parser: argparse.ArgumentParser) -> None:
 def run_filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=SPLITS)
     parser.add_argument("--setting", choices=SETTINGS)
-    parser.add_argument("--mode", choices=MODES)
+    parser.add_argument("--mode", choices=[*MODES, *INTERLEAVED_MODES],
+                        help="st, mt, or an interleaved run's int2/int3")
     parser.add_argument("--model", action=ListOption, whole=["--model"], metavar="NAME",
                         help=f"keep this model (repeat for several; {WHOLE})")
 

@@ -68,3 +68,6 @@ def test_exports_equal_the_statistics_on_the_cli_scores(
     table = pd.read_csv(io.StringIO(export(capsys, "interleaving", judged)))
     assert list(table["isolated"]) == ["Conv-mt", "QA-st"]
     assert (table["run"] == "demo (3k)").all() and (table["n_meetings"] == 4).all()
+    # the run filter takes an interleaved mode: the span table reads only those runs anyway
+    assert export(capsys, "interleaving-span", judged, "--mode", "int2") == export(
+        capsys, "interleaving-span", judged)

@@ -242,3 +242,25 @@ def test_a_span_beyond_the_context_is_refused_by_default(url: str, tmp_path) -> 
     (run_id, status), = rows(url, "SELECT id, status FROM run WHERE model = 'tiny'")
     assert status == "failed" and responses(url, run_id) == {}
     assert "truncation" in config(url, run_id)["failures"][-1]["error"]
+
+
+def test_three_meetings_without_a_span(url: str, server: FakeOpenAIServer) -> None:
+    """K = 3 and no --span: three transcripts back to back, no filler, the questions cycling
+    through the three meetings; the run is Conv-int3 with no span in its name."""
+    three = (*MEETINGS, "meeting_en_test2_003")
+    set_transcripts(url, three)
+    report = generate_run(get_engine(url), spec(meetings=three, interleave=Interleaving(3)),
+                          backend(server, concurrency=2))
+    assert report.label == "served-model Conv-int3 test2 seed 2023"
+    (variant,), = rows(url, "SELECT variant FROM run WHERE id = :r", r=report.run_id)
+    assert variant == ""
+    group, = config(url, report.run_id)["interleave_plan"]["groups"]
+    assert sorted(group["meetings"]) == sorted(three) and group["fillers"] == [[], [], []]
+    assert len({m for m, _ in group["order"][:3]}) == 3
+    for record in server.successful():
+        said = [m for m in record.messages if m["content"].startswith(ANSWER_PROMPT_START)]
+        assert [transcript_of(m) in t["content"] for m, t in
+                zip(group["meetings"], said, strict=True)] == [True] * 3
+        assert not any(m["content"].startswith("What are these sums?")
+                       for m in record.messages)
+    assert len(responses(url, report.run_id)) == len(group["order"]) == report.total

@@ -1,5 +1,5 @@
-"""``generate`` while its PostgreSQL server restarts (issue 27, item 3), on a server the test
-starts and restarts itself (``tests.pg_instance``).
+"""``generate`` and ``judge`` while their PostgreSQL server restarts (issue 27, item 3), on a
+server the test starts and restarts itself (``tests.pg_instance``).
 
 Before: ~250 lines of stderr with 4 tracebacks, the SQL and an answer's text, and the false
 "Nothing was written". Now: the progress bar and one ``error:`` line saying the connection was
@@ -16,38 +16,43 @@ import time
 from pathlib import Path
 
 from elitr_core.cli.main import main
-from tests.elitr_core.backends.fake_openai_server import running_server
+from tests.elitr_core.backends.fake_openai_server import FakeOpenAIServer, running_server
 from tests.elitr_core.run_helpers import MEETINGS, rows, set_transcripts
-from tests.pg_instance import pg_instance
+from tests.pg_instance import PgInstance, pg_instance
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_generate_through_a_database_restart(tmp_path: Path) -> None:
+def _through_restart(pg: PgInstance, args: list[str], fake: FakeOpenAIServer) -> None:
+    """Run ``args`` (a command using ``fake``), restart the server after 8 answers; the
+    command's stderr holds only its progress bar and at most one line saying what to do."""
+    proc = subprocess.Popen([sys.executable, "-m", "elitr_core", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while len(fake.successful()) < 8 and proc.poll() is None:
+        time.sleep(0.1)
+    pg.restart()
+    _, err = proc.communicate(timeout=300)
+    lines = [line for line in re.split(r"[\r\n]+", err) if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    assert all("/s]" in line or line.startswith("error:") for line in lines), err
+    assert "Traceback" not in err and "[SQL" not in err and "INSERT" not in err
+    if proc.returncode != 0:
+        assert proc.returncode == 2 and len(errors) == 1, err
+        assert "run the same command again" in errors[0]
+        assert "stored before it is kept" in errors[0]
+
+
+def test_generate_and_judge_through_a_database_restart(tmp_path: Path) -> None:
     with pg_instance() as pg, running_server() as fake:
         assert main(["init", "--db", pg.url]) == 0
         set_transcripts(pg.url)
         fake.script.latency = 0.3
-        args = [sys.executable, "-m", "elitr_core", "generate", "--model", "cli-model",
-                "--setting", "qa", "--mode", "st", "--split", "test2", "--meetings",
-                ",".join(MEETINGS), "--db", pg.url, "--backend", "openai", "--base-url",
-                fake.base_url, "--concurrency", "2"]
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        while len(fake.successful()) < 8 and proc.poll() is None:
-            time.sleep(0.1)
-        pg.restart()
-        _, err = proc.communicate(timeout=300)
-        lines = [line for line in re.split(r"[\r\n]+", err) if line.strip()]
-        errors = [line for line in lines if line.startswith("error:")]
-        # only the progress bar and, when it stopped, one line saying what to do
-        assert all("answer/s" in line or line.startswith("error:") for line in lines), err
-        assert "Traceback" not in err and "[SQL" not in err and "INSERT" not in err
-        if proc.returncode != 0:
-            assert proc.returncode == 2 and len(errors) == 1, err
-            assert "run the same command again" in errors[0]
-            assert "stored before it is kept" in errors[0]
-        done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        args = ["generate", "--model", "cli-model", "--setting", "qa", "--mode", "st",
+                "--split", "test2", "--meetings", ",".join(MEETINGS), "--db", pg.url,
+                "--backend", "openai", "--base-url", fake.base_url, "--concurrency", "2"]
+        _through_restart(pg, args, fake)
+        done = subprocess.run([sys.executable, "-m", "elitr_core", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         written, stored = map(int, re.search(r"(\d+) answer\(s\) written, (\d+) already "
                                              r"stored", done.stdout).groups())  # type: ignore[union-attr]
@@ -56,3 +61,14 @@ def test_generate_through_a_database_restart(tmp_path: Path) -> None:
         counts = rows(pg.url, f"SELECT question_id, count(*) FROM response WHERE run_id = "
                               f"{run_id} GROUP BY question_id")
         assert len(counts) == 28 and {n for _, n in counts} == {1}  # each answer once
+        fake.reset()
+        judge = ["judge", "--judge-model", "fake-model", "--backend", "openai", "--base-url",
+                 fake.base_url, "--evaluator", "restart-judge", "--style", "prometheus",
+                 "--model", "cli-model",
+                 "--split", "test2", "--setting", "qa", "--mode", "st", "--concurrency", "2",
+                 "--db", pg.url]
+        _through_restart(pg, judge, fake)
+        done = subprocess.run([sys.executable, "-m", "elitr_core", *judge], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr

@@ -25,6 +25,7 @@ from elitr_core.annotation.guidelines import (
 from elitr_core.annotation.studies import item_view, queue_view, submit, take_another_unit
 from elitr_core.annotation.tour import mark_tour_seen, tour_seen
 from elitr_core.data.database import reading, writing
+from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 from pages.auth_ui import ANNOTATOR, ENTRY_KEY, require_role
 from pages.data import get_engine_or_stop
 from pages.messages import guarded
@@ -50,8 +51,10 @@ PICK_KEY = "annotate-pick-{}-at-{}"  # value, position
 SUBMIT_KEY, BACK_KEY, NEXT_KEY = ("annotate-submit-at-{}", "annotate-back-at-{}",
                                   "annotate-next-at-{}")
 COMMENT_KEY, UNCLEAR_KEY = "annotate-comment-{}", "annotate-unclear-{}"
-SCALE = list(range(1, 11))
-ENDS = ":gray[1 = Does not correspond at all · 10 = Perfect match · keys 1-9, 0 = 10]"
+SCALE = list(range(int(SCORE_MIN), int(SCORE_MAX) + 1))  # the rubric's scores, from vocab
+LOW, HIGH = SCALE[0], SCALE[-1]
+KEYS = f"keys {LOW}-9, 0 = {HIGH}"  # a score's key is its last digit (10: 0)
+ENDS = f":gray[{LOW} = Does not correspond at all · {HIGH} = Perfect match · {KEYS}]"
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc={}"
 KEYS_JS = """<script>(function () {
   const w = window.parent || window, doc = w.document;
@@ -138,7 +141,7 @@ def _submit(position: int) -> None:
         return
     value = st.session_state.get(SCORE_KEY.format(position))
     if value is None:
-        st.session_state[ERROR_KEY] = "Pick a score from 1 to 10 first (keys 1-9, 0 = 10)."
+        st.session_state[ERROR_KEY] = f"Pick a score from {LOW} to {HIGH} first ({KEYS})."
         return
     # the time counts from when this item was drawn (_on_screen: SHOWN_KEY is this item's)
     view = guarded(submit, engine, entry, position, int(value),

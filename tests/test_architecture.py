@@ -291,3 +291,31 @@ def test_citations_of_architecture_name_a_section() -> None:
             if section.strip().lower() not in headings:
                 offences.append(f"{module} cites ARCHITECTURE.md, {section}")
     assert not offences, "\n".join(offences)
+
+
+def _score_range_typed(path: Path) -> Iterator[str]:
+    """Comparisons or ranges that type the rubric's 1..10 again (``1 <= v <= 10``,
+    ``v < 1 or v > 10``, ``range(1, 11)``) instead of ``vocab.SCORE_MIN``/``SCORE_MAX``."""
+    def numbers(node: ast.AST) -> set[object]:
+        return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant)
+                and isinstance(n.value, int | float) and not isinstance(n.value, bool)}
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        compares = isinstance(node, ast.Compare | ast.BoolOp) and {1, 10} <= numbers(node)
+        ranges = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id == "range" and {1, 11} <= numbers(node))
+        if compares or ranges:
+            yield f"line {node.lineno}: {ast.unparse(node)}"
+
+
+def test_the_score_range_is_typed_once() -> None:
+    offences = sorted(f"{module} {what}" for module, path in SOURCES.items()
+                      if module != "elitr_core.vocab" for what in _score_range_typed(path))
+    assert not offences, "use elitr_core.vocab.SCORE_MIN/SCORE_MAX:\n" + "\n".join(offences)
+
+
+def test_the_score_range_check_sees_one(tmp_path: Path) -> None:
+    source = tmp_path / "page.py"
+    source.write_text("SCALE = list(range(1, 11))\nok = 1 <= v <= 10\nbad = v < 1 or v > 10\n"
+                      "fine = 1 <= v <= n\n")
+    assert {line.split(":")[0] for line in _score_range_typed(source)} == {
+        "line 1", "line 2", "line 3"}

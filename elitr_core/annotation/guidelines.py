@@ -19,6 +19,7 @@ from db.annotation import study_by_id
 from db.crud import save
 from elitr_core.errors import UserError
 from elitr_core.prompts.assembly import rubric_text
+from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 
 _LEVEL = re.compile(r"^Score (\d+(?:-\d+)?): (.*)$")
 
@@ -71,7 +72,8 @@ def score_meaning(value: int) -> str:
         low, _, high = scores.partition("-")
         if int(low) <= value <= int(high or low):
             return meaning
-    raise UserError(f"a score must be an integer from 1 to 10, not {value!r}")
+    raise UserError(f"a score must be an integer from {SCORE_MIN:.0f} to {SCORE_MAX:.0f}, "
+                    f"not {value!r}")
 
 
 def _example(raw: object) -> Example:
@@ -85,8 +87,9 @@ def _example(raw: object) -> Example:
     except (KeyError, TypeError, ValueError):
         raise UserError("each worked example needs question, reference, response and an "
                         "integer score") from None
-    if not 1 <= example.score <= 10:
-        raise UserError(f"a worked example's score must be 1..10, not {example.score}")
+    if not SCORE_MIN <= example.score <= SCORE_MAX:
+        raise UserError(f"a worked example's score must be {SCORE_MIN:.0f}..{SCORE_MAX:.0f}, "
+                        f"not {example.score}")
     if not (example.question and example.reference and example.response):
         raise UserError("a worked example needs a question, a reference and a response")
     return example

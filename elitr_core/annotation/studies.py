@@ -39,6 +39,7 @@ from elitr_core.annotation.study_setup import prolific_url as prolific_url  # re
 from elitr_core.annotation.submit_faults import with_database_faults
 from elitr_core.data.fields import lookup_name
 from elitr_core.errors import UserError
+from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 
 
 @dataclass(frozen=True)
@@ -294,12 +295,14 @@ def submit(engine: Engine, entry: Entry, position: int, value: int, *, comment: 
     Raises
     ------
     UserError
-        A score outside 1..10.
+        A score outside the rubric's range (``SCORE_MIN``..``SCORE_MAX``: 1..10).
     AccessDenied
         A closed study, an excluded annotator, or a position outside the annotator's queue.
     """
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
-        raise UserError(f"a score must be a whole number from 1 to 10, not {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, int)
+            or not SCORE_MIN <= value <= SCORE_MAX):
+        raise UserError(f"a score must be a whole number from {SCORE_MIN:.0f} to {SCORE_MAX:.0f},"
+                        f" not {value!r}")
     if comment:  # the typed gate: no NUL or control character (PostgreSQL refuses NUL)
         from elitr_core.data import records
 

@@ -15,7 +15,7 @@ from scipy import stats
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.frame import RESPONSE_KEY, ZERO_WIDTH
 from elitr_core.stats.leaderboard import response_scores
-from elitr_core.vocab import EXPORT_COLUMNS
+from elitr_core.vocab import EXPORT_COLUMNS, SCORE_MAX, SCORE_MIN
 
 
 def _score_table(responses: pd.DataFrame) -> pd.DataFrame:
@@ -145,9 +145,9 @@ def calibration(
     for evaluator in others:
         pair = table[[reference, evaluator]].dropna()
         bins = score_bin(pair[reference])
-        if len(pair) and (bins.min() < 1 or bins.max() > 10):
-            raise UserError(f"{reference} scores must lie in 1..10, found {pair[reference].min()}"
-                            f"..{pair[reference].max()}")
+        if len(pair) and (bins.min() < SCORE_MIN or bins.max() > SCORE_MAX):
+            raise UserError(f"{reference} scores must lie in {SCORE_MIN:.0f}..{SCORE_MAX:.0f}, "
+                            f"found {pair[reference].min()}..{pair[reference].max()}")
         for value in sorted(bins.unique()):
             in_bin = pair[evaluator].to_numpy()[(bins == value).to_numpy()]
             rows.append((reference, evaluator, int(value), *_bin_rows(in_bin, confidence)))

@@ -105,7 +105,9 @@ BUILDERS = {table: build for tables in SECTIONS.values() for table, build in tab
 KEYS = {"ppi": ("split", "setting", "mode", "model", "n_labelled", "judge_mean", "human_mean",
                 "human_ci_low", "ppipp_mean", "ppipp_ci_low"),
         "ppi-active": ("split", "setting", "mode", "model", "n_labelled", "n_drawn_unscored",
-                       "judge_mean", "active_mean", "active_ci_low")}
+                       "judge_mean", "active_mean", "active_ci_low"),
+        "ppi-budget": ("split", "setting", "mode", "model", "n_labelled", "n_human_only",
+                       "n_ppi", "note")}
 
 
 def section(table: str, explanation: str, extra: str = "", title: str = ""):

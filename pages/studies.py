@@ -60,6 +60,10 @@ engine = get_engine_or_stop()
 st.title("Studies")
 
 
+#: the columns a 1366 px screen shows first (the rest under each table's Columns picker)
+PROGRESS_KEYS = ("annotator", "unit", "status", "answered", "items", "minutes_spent")
+QUALITY_KEYS = ("annotator", "flags", "answered", "median_seconds", "gold_r")
+
 def _write(func, *args, **kwargs):  # type: ignore[no-untyped-def]
     """One core call in one transaction; a user error becomes a message."""
     with writing(engine) as session:
@@ -334,7 +338,7 @@ with status_tab:
                   status.summary["lapsed"]))
     st.caption(plain(attention_note(status.summary, status.progress)))
     st.subheader("Progress per annotator")
-    show_table(status.progress, key="studies.progress-table")
+    show_table(status.progress, key="studies.progress-table", keys=PROGRESS_KEYS)
     st.subheader("Units short of annotators")
     show_table(status.short, key="studies.short-table")
     st.subheader("Quality control")
@@ -343,7 +347,7 @@ with status_tab:
         quality = report.drop(columns=["annotator_id"])
         show_table(quality[["annotator", "flags"]
                            + [c for c in quality.columns if c not in {"annotator", "flags"}]],
-                   key="studies.quality-table",
+                   key="studies.quality-table", keys=QUALITY_KEYS,
                    column_config={"flags": st.column_config.TextColumn(width="large")})
         flagged = report.loc[report["flags"] != "", "annotator"].tolist()
         target = st.selectbox("Annotator to exclude (flagged first)", key="studies.exclude",

@@ -96,6 +96,10 @@ def sidebar_filters() -> ScoreFilter:
         )
         flt = _apply_minimum(flt)
         st.caption("The paper compares evaluators on test2, QA, single-turn.")
+    from pages import warm  # here: pages.warm imports this module
+
+    if line := warm.warming_line():  # a first visit while the server warms up
+        st.info(plain(line), icon=":material/hourglass_top:")
     st.session_state[FILTERS_KEY] = flt
     return flt
 

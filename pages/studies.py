@@ -217,7 +217,7 @@ with create_tab, st.form("studies.create"):
     chosen_meetings = st.multiselect("Meetings (none = all of the split)", meeting_ids)
     c1, c2, c3, c4 = st.columns(4)
     seed = c1.number_input("Order seed", 0, 2**31 - 1, 0)
-    rate = c2.number_input(ATTENTION_RATE_LABEL, 0.0, MAX_ATTENTION_RATE,
+    rate = c2.number_input(plain(ATTENTION_RATE_LABEL), 0.0, MAX_ATTENTION_RATE,
                            ATTENTION_RATE_DEFAULT, step=0.05,
                            help="0.1 is one check per ten items (the same default as "
                                 "study create --attention-rate)")

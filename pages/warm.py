@@ -93,21 +93,53 @@ def keep_warm(every: float | None = None, rounds: int | None = None) -> None:
             time.sleep(every)
 
 
+class _Progress:
+    """What the warm-up has computed so far (read by the pages: a first visit while it runs
+    says so and names the pages that are ready)."""
+
+    def __init__(self) -> None:
+        self.running = False
+        self.pending: list[str] = []  # page files whose first view is not computed yet
+
+
+PROGRESS = _Progress()
+
+
+def page_title(file: str) -> str:
+    """A page file's menu title ("pages/judge_audit.py" -> "Judge audit")."""
+    return Path(file).stem.replace("_", " ").capitalize()
+
+
+def warming_line() -> str:
+    """One sentence while the start-up warm-up has pages left ("" when it has none)."""
+    if not PROGRESS.running or not PROGRESS.pending:
+        return ""
+    return ("Warming up: the server is still computing the analysis pages' first views, so "
+            "this page may take a few seconds. Not ready yet: "
+            + ", ".join(page_title(f) for f in PROGRESS.pending) + ".")
+
+
 def warm() -> int:
     """Compute every page's declared default views in turn: first each page's first tab, then
     the other tabs, page by page; returns how many succeeded."""
     began = time.perf_counter()
     done = 0
+    PROGRESS.running = True
     try:
         pages = [(name, iter(views)) for name, views in declared_views(defaults())]
+        PROGRESS.pending = [name for name, _views in pages]
         # the first tab of every page first: a visit soon after the start shows it at once
         rounds = [[(name, views, 1) for name, views in pages],
                   [(name, views, None) for name, views in pages]]
         for steps in rounds:
             for name, views, limit in steps:
                 done += _run(name, views, limit)
+                if name in PROGRESS.pending:
+                    PROGRESS.pending.remove(name)
     except Exception as exc:  # noqa: BLE001 - no database, say: the pages will say so
         _LOG.warning("warm-up stopped: %s", exc)
+    finally:
+        PROGRESS.running, PROGRESS.pending = False, []
     _LOG.info("warm-up: %d views in %.1f s", done, time.perf_counter() - began)
     return done
 

@@ -57,3 +57,31 @@ def test_an_import_while_the_server_is_down_is_one_line(tmp_path: Path) -> None:
         pg.start()
         done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
+
+
+def test_an_annotator_s_submit_goes_on_after_a_restart() -> None:
+    """The submit after a restart reconnects and is stored; nothing stored before is lost."""
+    from db.transaction import writing
+    from elitr_core.annotation.admin import add_annotator
+    from elitr_core.annotation.studies import (
+        StudySpec,
+        create_study,
+        enter_with_token,
+        queue_view,
+        submit,
+    )
+    from elitr_core.data.database import open_database
+
+    with pg_instance() as pg:
+        assert main(["init", "--db", pg.url]) == 0
+        with writing(open_database(pg.url)) as session:
+            spec = StudySpec(name="r", pool="silver", per_item=1, split="test2", setting="qa",
+                             mode="st", models=("GPT-4",), meetings=("meeting_en_test2_001",))
+            create_study(session, spec)
+            token = add_annotator(session, "ann", "silver")
+        engine = open_database(pg.url)
+        entry = enter_with_token(engine, token)
+        submit(engine, entry, 0, 5)
+        pg.restart()
+        view = submit(engine, entry, 1, 6)
+        assert view.answered == 2 == queue_view(engine, entry).answered

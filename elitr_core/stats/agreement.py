@@ -123,7 +123,7 @@ def percentile_ci(replicates: np.ndarray, confidence: float, what: str) -> tuple
         raise DegenerateDataError(
             f"{what}: the statistic is undefined in {replicates.size - finite.size} of "
             f"{replicates.size} bootstrap replicates (too few questions, or scores constant "
-            "within most questions); use more questions or n_bootstrap=0")
+            "within most questions): widen the filters to take in more questions")
     tail = (1 - confidence) / 2
     low, high = np.quantile(finite, [tail, 1 - tail])
     return float(low), float(high)
@@ -241,7 +241,7 @@ def _pair_weights(clusters: np.ndarray, n_bootstrap: int, seed: int,
     if n_clusters < 2:
         raise DegenerateDataError(
             f"{' and '.join(names)}: all responses belong to one question, a cluster bootstrap "
-            "needs at least 2 questions; use n_bootstrap=0 or widen the filters")
+            "needs at least 2 questions: widen the filters")
     return cluster_weights(n_clusters, n_bootstrap, pair_rng(seed, *names))
 
 

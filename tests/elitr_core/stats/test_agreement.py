@@ -309,3 +309,15 @@ def test_ranking_table_skips_pairs_without_three_models() -> None:
     assert len(table.attrs["skipped"]) == 2
     with pytest.raises(DegenerateDataError):
         ranking_table(synthetic.frame(rows), ["a", "c"])
+
+
+def test_degenerate_bootstrap_messages_suggest_what_a_user_can_do() -> None:
+    # no command takes n_bootstrap: the advice is about the data (the filters), not a keyword
+    from elitr_core.stats.agreement import _pair_weights, percentile_ci
+
+    with pytest.raises(DegenerateDataError) as undefined:
+        percentile_ci(np.full(100, np.nan), 0.95, "pearson of a and b")
+    with pytest.raises(DegenerateDataError) as one_question:
+        _pair_weights(np.zeros(5, dtype=int), 100, 0, "a", "b")
+    for error in (undefined, one_question):
+        assert "n_bootstrap" not in str(error.value) and "widen the filters" in str(error.value)

@@ -11,7 +11,6 @@ the routes below answer a browser only from the app's own origin (scheme, host a
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from elitr_core import settings
 from elitr_core.annotation.proxies import ProxySetting, proxy_setting
 from elitr_core.annotation.sessions import COOKIE_NAME, check_logout_token, redeem_ticket, revoke
 from elitr_core.annotation.web_gate import WebGate
@@ -46,7 +46,7 @@ _PAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
 
 def session_start(request: Request) -> RedirectResponse:
     """Redeem a one-time login ticket for the signed session cookie, then go home."""
-    with writing(open_database(os.environ.get("DATABASE_URL"))) as session:
+    with writing(open_database(settings.database_url())) as session:
         cookie = redeem_ticket(session, request.query_params.get("ticket", ""))
     # back to the page the researcher asked for before logging in (a page name, not a URL:
     # nothing else is followed, so the route cannot send anyone to another site)
@@ -62,7 +62,7 @@ def session_start(request: Request) -> RedirectResponse:
 
 def _end(value: str, token: str) -> bool:
     """Revoke the cookie's session when ``token`` is its logout token; False when it is not."""
-    with writing(open_database(os.environ.get("DATABASE_URL"))) as session:
+    with writing(open_database(settings.database_url())) as session:
         if not check_logout_token(session, value, token):
             return False
         revoke(session, value)
@@ -112,7 +112,7 @@ def _pool_fits() -> None:
     ``db.engine.pool_plan``) is sized now; a share too small stops the server with the fix,
     before any participant meets a full pool."""
     try:
-        get_engine(os.environ.get("DATABASE_URL"))
+        get_engine(settings.database_url())
     except UserError as exc:
         raise SystemExit(f"error: {exc}") from None
 
@@ -130,7 +130,7 @@ def _navigation_only() -> None:
 _no_uvicorn_proxy_headers()
 _navigation_only()
 _pool_fits()
-os.environ["ELITR_SESSION_ROUTES"] = "1"  # pages/auth_ui.session_routes: the routes exist
+settings.announce_session_routes()  # pages/auth_ui.session_routes: the routes exist
 ROUTES = [Route("/session/start", session_start),
           Route("/session/end", session_end, methods=["GET", "POST"])]
 # the gate also refuses the WebSocket and these routes to pages of any other origin

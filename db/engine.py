@@ -18,6 +18,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import NullPool
 from sqlmodel import create_engine, text
 
+import elitr_core.settings as settings
 from db.transaction import forget_engines
 from elitr_core.errors import UserError
 
@@ -31,7 +32,7 @@ POOL_OPTIONS: dict[str, Any] = {"pool_size": 20, "max_overflow": 40, "pool_timeo
 #: Replicas of the server on one PostgreSQL (deploy/): each replica's pool gets an equal share of
 #: the server's max_connections, less its reserved ones and SPARE_CONNECTIONS for the CLI, psql
 #: and backups; two replicas at 20 + 40 each could open 120 against PostgreSQL's default 100.
-REPLICAS_ENV = "ELITR_REPLICAS"
+REPLICAS_ENV = settings.REPLICAS
 SPARE_CONNECTIONS = 10
 MIN_CONNECTIONS = 5  # fewer per replica and a burst of submits would queue on the pool
 
@@ -41,7 +42,7 @@ _READ_ONLY: dict[Engine, str] = {}  # engine -> the file it reads
 
 def database_url(url: str | None = None) -> str:
     """Resolve the database URL: explicit, then ``DATABASE_URL``, then the default SQLite file."""
-    resolved = url or os.environ.get("DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE_PATH}"
+    resolved = url or settings.database_url() or f"sqlite:///{DEFAULT_SQLITE_PATH}"
     if resolved.startswith("postgres://"):  # Heroku-style scheme that SQLAlchemy rejects
         resolved = "postgresql://" + resolved[len("postgres://") :]
     if resolved.startswith("postgresql://"):
@@ -163,7 +164,7 @@ def get_engine(url: str | None = None) -> Engine:
 
 def replicas(value: str | None = None) -> int:
     """How many server replicas share the database (``ELITR_REPLICAS``, default 1)."""
-    text_value = (os.environ.get(REPLICAS_ENV, "") if value is None else value).strip() or "1"
+    text_value = (settings.text(REPLICAS_ENV) if value is None else value).strip() or "1"
     if not text_value.isdigit() or int(text_value) < 1:
         raise UserError(f"{REPLICAS_ENV} must be a whole number of server replicas (1 or more), "
                         f"not {text_value!r}")

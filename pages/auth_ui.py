@@ -7,10 +7,9 @@ database whenever they change, so a guessed, reused or edited link gets a refusa
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 
+from elitr_core import settings
 from elitr_core.annotation.auth import password_configured
 from elitr_core.errors import UserError
 from pages.data import get_engine_or_stop
@@ -23,10 +22,10 @@ ANNOTATOR = "annotator"
 ENTRY_KEY = "auth.entry"  # elitr_core.annotation.studies.Entry of the annotator of this session
 PARAMS_KEY = "auth.params"  # the link parameters that entry was checked against
 VIA_COOKIE_KEY = "auth.via_cookie"  # the researcher role came from the session cookie
-ADMIN_EMAILS_ENV = "ELITR_ADMIN_EMAILS"
+ADMIN_EMAILS_ENV = settings.ADMIN_EMAILS
 NEXT_PAGE_KEY = "auth.next"  # the page address a logged-out visitor asked for (app.py)
-PUBLIC_URL_ENV = "ELITR_PUBLIC_URL"  # the address annotators' links start with
-ROUTES_ENV = "ELITR_SESSION_ROUTES"  # set by server.py, which serves /session/start and /end
+PUBLIC_URL_ENV = settings.PUBLIC_URL  # the address annotators' links start with
+ROUTES_ENV = settings.SESSION_ROUTES  # set by server.py, which serves /session/start and /end
 _LINK_PARAMS = ("token", "study", "PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 
 
@@ -46,7 +45,7 @@ def auth_configured() -> bool:
 def _oidc_researcher() -> bool:
     if not oidc_configured() or not st.user.is_logged_in:
         return False
-    allowed = {e.strip().lower() for e in os.environ.get(ADMIN_EMAILS_ENV, "").split(",")
+    allowed = {e.strip().lower() for e in settings.text(ADMIN_EMAILS_ENV).split(",")
                if e.strip()}
     return not allowed or str(st.user.get("email", "")).lower() in allowed
 
@@ -93,7 +92,7 @@ def navigate(path: str) -> None:
 
 def session_routes() -> bool:
     """Whether this process serves the cookie routes (started through ``server.py``)."""
-    return os.environ.get(ROUTES_ENV) == "1"
+    return settings.session_routes()
 
 
 def log_out() -> None:
@@ -142,7 +141,7 @@ def public_base_url() -> str:
     browser used (scheme and host), else this server on localhost; no trailing slash."""
     from urllib.parse import urlsplit
 
-    configured = os.environ.get(PUBLIC_URL_ENV, "").strip()
+    configured = settings.text(PUBLIC_URL_ENV).strip()
     if configured:
         return configured.rstrip("/")
     try:

@@ -7,12 +7,12 @@ Only ``app.py`` and ``pages/`` import streamlit; the core computes, these functi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
+from elitr_core import settings
 from elitr_core.errors import UserError
 from pages.text import plain
 
@@ -37,7 +37,7 @@ def _engine_for(url: str | None) -> Engine:
 
 def database_url() -> str | None:
     """The database URL the app uses (``DATABASE_URL``; None means the default SQLite file)."""
-    return os.environ.get("DATABASE_URL")
+    return settings.database_url()
 
 
 def engine() -> Engine:

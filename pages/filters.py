@@ -9,13 +9,12 @@ filters therefore survive every page switch.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import Any
 
 import streamlit as st
 
-from elitr_core import vocab
+from elitr_core import settings, vocab
 from elitr_core.data.browse import ScoreFilter
 from pages.data import database_url, engine, score_cache
 from pages.state import FILTERS_KEY
@@ -28,7 +27,7 @@ EVALUATORS_KEY = "filters.evaluators"
 MODELS_KEY = "filters.models"
 MIN_SCORES_KEY = "filters.min_scores"
 LEFT_OUT_KEY = "filters.left_out"  # evaluators the minimum left out on this run
-MIN_SCORES_ENV = "ELITR_MIN_SCORES"
+MIN_SCORES_ENV = settings.MIN_SCORES
 DEFAULT_MIN_SCORES = 30
 WIDGET_SUFFIX = ".widget"
 
@@ -108,7 +107,7 @@ def default_min_scores() -> int:
     """The minimum number of scores an evaluator needs to enter the analyses by default
     (``ELITR_MIN_SCORES``, else 30)."""
     try:
-        return max(int(os.environ.get(MIN_SCORES_ENV, DEFAULT_MIN_SCORES)), 0)
+        return max(int(settings.value(MIN_SCORES_ENV) or DEFAULT_MIN_SCORES), 0)
     except ValueError:
         return DEFAULT_MIN_SCORES
 

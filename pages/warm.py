@@ -20,19 +20,19 @@ the page computes it on a visit and explains the problem there.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from elitr_core import settings
 from pages.defaults import Defaults, View, page_views
 
 _LOG = logging.getLogger(__name__)
 _STARTED = threading.Event()
 THREAD_NAME = "elitr-warm-pages"
 ROOT = Path(__file__).resolve().parents[1]
-WARM_ENV = "ELITR_WARM"
+WARM_ENV = settings.WARM
 
 
 class _NotFromTheWarmUp(logging.Filter):
@@ -46,7 +46,7 @@ class _NotFromTheWarmUp(logging.Filter):
 def start() -> threading.Thread | None:
     """Warm the caches in a background thread, once per process (None when already started or
     turned off with ``ELITR_WARM=0``)."""
-    if _STARTED.is_set() or os.environ.get(WARM_ENV, "1") == "0":
+    if _STARTED.is_set() or settings.value(WARM_ENV, "1") == "0":
         return None
     _STARTED.set()
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
@@ -63,7 +63,7 @@ def again() -> threading.Thread | None:
     """Warm the caches once more in the background, at once (after :func:`clear_caches
     <pages.data.clear_caches>`: new runs or scores), unless a warm-up started so is still going
     or ``ELITR_WARM=0``. A page opened meanwhile waits for a view being computed."""
-    if os.environ.get(WARM_ENV, "1") == "0" or not _AGAIN.acquire(blocking=False):
+    if settings.value(WARM_ENV, "1") == "0" or not _AGAIN.acquire(blocking=False):
         return None
 
     def run() -> None:

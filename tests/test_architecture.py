@@ -78,7 +78,7 @@ RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
 
 
 #: Leaf modules every layer may import: they import nothing of the project.
-SHARED_LEAVES = ("elitr_core.errors",)
+SHARED_LEAVES = ("elitr_core.errors", "elitr_core.settings")
 
 
 def _matches(name: str, prefix: str) -> bool:
@@ -319,3 +319,46 @@ def test_the_score_range_check_sees_one(tmp_path: Path) -> None:
                       "fine = 1 <= v <= n\n")
     assert {line.split(":")[0] for line in _score_range_typed(source)} == {
         "line 1", "line 2", "line 3"}
+
+
+def _environment_reads(path: Path) -> Iterator[str]:
+    """Reads or writes of the environment: ``os.environ``, ``os.getenv``, ``os.putenv``, a name
+    imported from ``os`` as ``environ``/``getenv``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+                node.value.id == "os" and node.attr in ("environ", "environb", "getenv",
+                                                        "putenv", "unsetenv")):
+            yield f"line {node.lineno}: os.{node.attr}"
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and any(
+                alias.name in ("environ", "environb", "getenv", "putenv")
+                for alias in node.names):
+            yield f"line {node.lineno}: from os import ..."
+
+
+def test_only_settings_reads_the_environment() -> None:
+    """Every environment variable is read in ``elitr_core.settings`` and documented there and
+    in docs/deployment.md; nothing else of the app touches ``os.environ``. (Tests and
+    benchmarks do, to set up a server; migrations read their URL from Alembic's config.)"""
+    offences = sorted(f"{module} {what}" for module, path in SOURCES.items()
+                      if module != "elitr_core.settings" for what in _environment_reads(path))
+    assert not offences, "read it through elitr_core.settings:\n" + "\n".join(offences)
+
+
+def test_the_environment_check_sees_a_read(tmp_path: Path) -> None:
+    source = tmp_path / "page.py"
+    source.write_text("import os\nfrom os import getenv\nurl = os.environ.get('X')\n"
+                      "os.environ['Y'] = '1'\nz = os.getenv('Z')\nok = os.path.join('a')\n")
+    assert sorted(_environment_reads(source)) == [
+        "line 2: from os import ...", "line 3: os.environ", "line 4: os.environ",
+        "line 5: os.getenv"]
+
+
+def test_settings_are_documented_in_one_table() -> None:
+    """docs/deployment.md's settings table lists exactly ``settings.VARIABLES``."""
+    from elitr_core import settings
+
+    text = (ROOT / "docs" / "deployment.md").read_text()
+    table = text.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.M))
+    assert listed == set(settings.VARIABLES)

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
 import secrets
 from functools import lru_cache
 
+from elitr_core import settings
 from elitr_core.errors import UserError
 
-PASSWORD_HASH_ENV = "ELITR_ADMIN_PASSWORD_HASH"
-PASSWORD_ENV = "ELITR_ADMIN_PASSWORD"
+PASSWORD_HASH_ENV = settings.ADMIN_PASSWORD_HASH
+PASSWORD_ENV = settings.ADMIN_PASSWORD
 PBKDF2_ITERATIONS = 600_000
 TOKEN_BYTES = 32
 # Prolific ids are 24 lowercase hex characters; anything else was typed or tampered with.
@@ -95,16 +95,16 @@ def _hash_of_plain(plain: str) -> str:
 
 def researcher_password_hash() -> str | None:
     """The configured researcher password hash, or None when no password is configured."""
-    stored = os.environ.get(PASSWORD_HASH_ENV)
+    stored = settings.value(PASSWORD_HASH_ENV)
     if stored:
         return stored
-    plain = os.environ.get(PASSWORD_ENV)
+    plain = settings.value(PASSWORD_ENV)
     return _hash_of_plain(plain) if plain else None
 
 
 def password_configured() -> bool:
     """Whether a researcher password is configured in the environment."""
-    return bool(os.environ.get(PASSWORD_HASH_ENV) or os.environ.get(PASSWORD_ENV))
+    return bool(settings.value(PASSWORD_HASH_ENV) or settings.value(PASSWORD_ENV))
 
 
 def check_researcher_password(password: str) -> bool:

@@ -25,15 +25,15 @@ flag and the same-origin check follow).
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from elitr_core import settings
 from elitr_core.errors import UserError
 
-TRUSTED_PROXIES_ENV = "ELITR_TRUSTED_PROXIES"
-PROXY_HEADER_ENV = "ELITR_PROXY_HEADER"
+TRUSTED_PROXIES_ENV = settings.TRUSTED_PROXIES
+PROXY_HEADER_ENV = settings.PROXY_HEADER
 #: the header families a proxy may be configured to set (ELITR_PROXY_HEADER's values)
 PROXY_HEADERS = ("x-forwarded-for", "forwarded")
 #: hops read from the right of a forwarding chain (more proxies than this in a row is no setup)
@@ -66,7 +66,7 @@ class ProxySetting:
 def trusted_proxies(value: str | None = None) -> tuple[Network, ...]:
     """The networks of ``ELITR_TRUSTED_PROXIES`` (or ``value``); a malformed entry is refused
     with its text, so a typo never silently trusts nothing or everything."""
-    text = os.environ.get(TRUSTED_PROXIES_ENV, "") if value is None else value
+    text = settings.text(TRUSTED_PROXIES_ENV) if value is None else value
     networks = []
     for entry in (e.strip() for e in text.split(",")):
         if not entry:
@@ -82,7 +82,7 @@ def trusted_proxies(value: str | None = None) -> tuple[Network, ...]:
 def proxy_setting(networks: str | None = None, header: str | None = None) -> ProxySetting:
     """ELITR_TRUSTED_PROXIES and ELITR_PROXY_HEADER (or the given values), checked: a header
     family other than :data:`PROXY_HEADERS` is refused by name."""
-    text = os.environ.get(PROXY_HEADER_ENV, "") if header is None else header
+    text = settings.text(PROXY_HEADER_ENV) if header is None else header
     family = text.strip().lower() or PROXY_HEADERS[0]
     if family not in PROXY_HEADERS:
         raise UserError(f"{PROXY_HEADER_ENV}: {text!r} is not one of "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
 import secrets
 from dataclasses import dataclass
@@ -28,10 +27,11 @@ from sqlmodel import Session
 
 from db import auth as q
 from db.models import LoginAttempt, ResearcherSession
+from elitr_core import settings
 
 COOKIE_NAME = "elitr_session"
-SECRET_ENV = "ELITR_SESSION_SECRET"
-SESSION_HOURS_ENV = "ELITR_SESSION_HOURS"
+SECRET_ENV = settings.SESSION_SECRET
+SESSION_HOURS_ENV = settings.SESSION_HOURS
 DEFAULT_SESSION_HOURS = 12.0
 TICKET_LIFETIME = timedelta(seconds=60)
 WINDOW = timedelta(minutes=15)
@@ -64,7 +64,7 @@ def _digest(text: str) -> str:
 def session_lifetime() -> timedelta:
     """How long a login lasts (``ELITR_SESSION_HOURS``, default 12 hours)."""
     try:
-        hours = float(os.environ.get(SESSION_HOURS_ENV, DEFAULT_SESSION_HOURS))
+        hours = float(settings.value(SESSION_HOURS_ENV) or DEFAULT_SESSION_HOURS)
     except ValueError:
         hours = DEFAULT_SESSION_HOURS
     return timedelta(hours=max(hours, 0.01))
@@ -73,7 +73,7 @@ def session_lifetime() -> timedelta:
 def session_secret(session: Session) -> bytes:
     """The cookie signing key: ``ELITR_SESSION_SECRET``, else one generated on first use and
     kept in the database (so cookies survive a restart and every server process agrees)."""
-    configured = os.environ.get(SECRET_ENV)
+    configured = settings.value(SECRET_ENV)
     if configured:
         return configured.encode()
     return q.server_secret(session=session, name=_SECRET_NAME,

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
-import os
 import random
 import re
 import time
@@ -39,6 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from elitr_core import settings
 from elitr_core.backends.base import (
     Backend,
     Completion,
@@ -159,9 +159,8 @@ class OpenAIBackend(Backend):
         if base_url is not None and not base_url.strip():
             raise UserError(EMPTY_BASE_URL)
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_URL).rstrip(
-            "/"
-        )
+        self.base_url = (base_url or settings.value(settings.OPENAI_BASE_URL)
+                         or OPENAI_API_URL).rstrip("/")
         try:
             parts = urlsplit(self.base_url)
             parts.port  # noqa: B018 - raises ValueError on a malformed port
@@ -172,7 +171,7 @@ class OpenAIBackend(Backend):
                 f"bad base URL {public_url(self.base_url)!r}: expected http(s)://host:port/v1"
             )
         self.is_openai_api = parts.hostname.endswith("openai.com")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        key = api_key or settings.value(settings.OPENAI_API_KEY)
         if not key and self.is_openai_api:
             raise UserError(
                 "no API key for the OpenAI API: set the OPENAI_API_KEY environment variable"

@@ -16,12 +16,12 @@ characters of a message are escaped (:func:`one_line`).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import traceback
 import unicodedata
 from typing import NoReturn
 
+from elitr_core import settings
 from elitr_core.errors import UserError, os_message
 
 #: Exit status of a failure a user can cause (argparse's own usage errors use it too).
@@ -29,7 +29,7 @@ USER_ERROR = 2
 #: Exit status of a bug (an exception no user input should cause).
 INTERNAL_ERROR = 1
 #: Set to 1 to print the traceback of every failure, as ``--debug`` does.
-DEBUG_ENV = "ELITR_DEBUG"
+DEBUG_ENV = settings.DEBUG
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 #: Unicode categories escaped in a message: controls, invisible format characters (zero-width
@@ -61,7 +61,7 @@ def debug_requested(argv: list[str] | None = None) -> bool:
     """True when ``--debug`` is among the arguments or ``ELITR_DEBUG`` is set (not 0/no)."""
     if "--debug" in (sys.argv[1:] if argv is None else argv):
         return True
-    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    return settings.text(DEBUG_ENV).strip().lower() not in ("", "0", "false", "no")
 
 
 class Parser(argparse.ArgumentParser):
@@ -94,7 +94,7 @@ def valid_text(what: str) -> type[str]:
 
 def require_valid_environment() -> None:
     """Refuse a ``DATABASE_URL`` that is not valid UTF-8 before any command uses it."""
-    url = os.environ.get("DATABASE_URL")
+    url = settings.database_url()
     if url is not None:
         try:
             url.encode("utf-8")

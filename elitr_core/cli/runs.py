@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from typing import Any
 
+from elitr_core import settings
 from elitr_core.backends.registry import BACKENDS
 from elitr_core.cli import startup
 from elitr_core.cli.options import SEVERAL, WHOLE, ListOption, db_option
@@ -215,7 +215,7 @@ def _backend(args: argparse.Namespace, model: str) -> Any:
     """The command's backend: every backend gets the same options and takes its own."""
     from elitr_core.backends.registry import get_backend
 
-    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    key = settings.value(args.api_key_env) if args.api_key_env else None
     return get_backend(
         args.backend, model=model, model_path=args.model_path, revision=args.revision,
         device=args.device, dtype=args.dtype, batch_size=args.batch_size,

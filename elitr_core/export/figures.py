@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from elitr_core import settings
 from elitr_core.errors import UserError
 from elitr_core.export.display import p_text
 from elitr_core.export.views import correlation_matrix
@@ -202,7 +203,7 @@ def find_chromium(names: Sequence[str] | None = None,
     UserError
         When ``BROWSER_PATH`` names no executable, or no browser is found.
     """
-    explicit = os.environ.get("BROWSER_PATH")
+    explicit = settings.value(settings.BROWSER_PATH)
     if explicit:
         if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
             return explicit

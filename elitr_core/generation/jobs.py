@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from elitr_core import settings
 from elitr_core.errors import UserError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-LOG_DIR_ENV = "ELITR_LOG_DIR"
+LOG_DIR_ENV = settings.LOG_DIR
 COMMANDS: tuple[str, ...] = ("generate", "judge")
 _FLAG_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 #: Children started by this process: polling them reaps them (no zombies left behind).
@@ -46,7 +47,7 @@ LAST_JOB_FILE = "last-job.json"
 
 def log_dir() -> Path:
     """Where job logs go: ``$ELITR_LOG_DIR`` or ``var/logs/`` of the project."""
-    return Path(os.environ.get(LOG_DIR_ENV) or PROJECT_ROOT / "var" / "logs")
+    return Path(settings.value(LOG_DIR_ENV) or PROJECT_ROOT / "var" / "logs")
 
 
 def build_command(command: str, options: Mapping[str, Any]) -> list[str]:

@@ -9,7 +9,6 @@ could not start is refused with the reason and the fix, instead of a log that en
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 
 from sqlmodel import Session
 
+from elitr_core import settings
 from elitr_core.errors import UserError
 
 #: seconds to wait for the server's port to accept a connection
@@ -33,8 +33,8 @@ def check_job(session: Session, kind: str, options: Mapping[str, Any]) -> None:
     if backend == "openai":
         from elitr_core.backends.openai_backend import EMPTY_BASE_URL
 
-        base_url = str(options.get("base_url") or "").strip() or os.environ.get(
-            "OPENAI_BASE_URL", "")
+        base_url = str(options.get("base_url") or "").strip() or settings.text(
+            settings.OPENAI_BASE_URL)
         if not base_url:  # not OpenAI's address in its place: the form's field was left empty
             raise UserError(EMPTY_BASE_URL)
         check_reachable(base_url)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -307,9 +307,14 @@ def _score_range_typed(path: Path) -> Iterator[str]:
             yield f"line {node.lineno}: {ast.unparse(node)}"
 
 
+def _found_outside(home: str, check: Callable[[Path], Iterator[str]]) -> list[str]:
+    """What ``check`` finds in every module but ``home`` (the one allowed to do it)."""
+    return sorted(f"{module} {what}" for module, path in SOURCES.items()
+                  if module != home for what in check(path))
+
+
 def test_the_score_range_is_typed_once() -> None:
-    offences = sorted(f"{module} {what}" for module, path in SOURCES.items()
-                      if module != "elitr_core.vocab" for what in _score_range_typed(path))
+    offences = _found_outside("elitr_core.vocab", _score_range_typed)
     assert not offences, "use elitr_core.vocab.SCORE_MIN/SCORE_MAX:\n" + "\n".join(offences)
 
 
@@ -340,8 +345,7 @@ def test_only_settings_reads_the_environment() -> None:
     """Every environment variable is read in ``elitr_core.settings`` and documented there and
     in docs/deployment.md; nothing else of the app touches ``os.environ``. (Tests and
     benchmarks do, to set up a server; migrations read their URL from Alembic's config.)"""
-    offences = sorted(f"{module} {what}" for module, path in SOURCES.items()
-                      if module != "elitr_core.settings" for what in _environment_reads(path))
+    offences = _found_outside("elitr_core.settings", _environment_reads)
     assert not offences, "read it through elitr_core.settings:\n" + "\n".join(offences)
 
 

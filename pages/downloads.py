@@ -9,6 +9,7 @@ import streamlit as st
 
 from elitr_core.errors import UserError
 from pages.data import CACHE_TTL_S
+from pages.filters import file_label
 from pages.text import md, plain
 
 _MIME = {"csv": "text/csv", "json": "application/json", "latex": "application/x-tex",
@@ -30,6 +31,7 @@ def download_table(frame: Any, name: str, *, table: str | None = None,
     function returning the table: it is then computed on the click too."""
 
     key = key or f"download.{name}"
+    name = file_label(name)  # the sidebar's filters, as a figure's PNG names them
     cols = st.columns([1, 1, 1, 6])
     # rendered when clicked, like JSON and LaTeX: a rerun of the page does not pay for it
     cols[0].download_button("CSV", partial(_render, frame, "csv", table), file_name=f"{name}.csv",
@@ -64,6 +66,7 @@ def download_figure(fig: Any, name: str, *, key: str | None = None) -> None:
         st.caption(md("Figure download unavailable: {}", missing))
         return
     key = key or f"download.{name}"
+    name = file_label(name)
     cols = st.columns([1, 1, 7])
     for col, fmt in zip(cols[:2], ("png", "svg"), strict=True):
         # keep_warm: one Chromium for every download of this server, not one per figure

@@ -26,6 +26,7 @@ MODE_KEY = "filters.mode"
 EVALUATORS_KEY = "filters.evaluators"
 MODELS_KEY = "filters.models"
 MIN_SCORES_KEY = "filters.min_scores"
+CURRENT_KEY = "filters.current"  # (page of the run, its filters): names the downloads
 LEFT_OUT_KEY = "filters.left_out"  # evaluators the minimum left out on this run
 MIN_SCORES_ENV = settings.MIN_SCORES
 DEFAULT_MIN_SCORES = 30
@@ -100,7 +101,27 @@ def sidebar_filters() -> ScoreFilter:
     if line := warm.warming_line():  # a first visit while the server warms up
         st.info(plain(line), icon=":material/hourglass_top:")
     st.session_state[FILTERS_KEY] = flt
+    st.session_state[CURRENT_KEY] = (_page_id(), flt)
     return flt
+
+
+def _page_id() -> str:
+    """The page of this script run (a switch to a page without filters changes it)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return str(ctx.page_script_hash) if ctx is not None else ""
+
+
+def file_label(name: str) -> str:
+    """``name`` with the sidebar's split, setting and mode (those set and not already in it),
+    on a page that shows the filters: a table's CSV and a figure's PNG name the same ones."""
+    page, flt = st.session_state.get(CURRENT_KEY, ("", None))
+    if flt is None or page != _page_id():
+        return name
+    parts = name.split("-")
+    return "-".join([name, *[value for value in (flt.split, flt.setting, flt.mode)
+                             if value and value not in parts]])
 
 
 def default_min_scores() -> int:

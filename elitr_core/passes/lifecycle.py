@@ -21,10 +21,11 @@ from typing import Any, ClassVar, TypeVar
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db.faults import brief
+from db.faults import brief, fault_kind
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation, DecodingConfig
 from elitr_core.data.model_text import IN_WORDS
+from elitr_core.errors import UserError
 from elitr_core.passes.records import Progress
 from elitr_core.passes.writer import BatchWriter
 
@@ -95,11 +96,24 @@ class ResumablePass:
         except BaseException as error:
             report.status = "failed"
             self.finish("failed", error)
+            if self.writer is not None and fault_kind(error) in ("gone", "full"):
+                raise UserError(self._stopped(error)) from None
             raise
         finally:
             self.progress.close()
             report.seconds = time.monotonic() - started
         report.status = self.finish(None, None)
+
+    def _stopped(self, error: BaseException) -> str:
+        """One true line for a pass the database stopped: how many of the run's outputs are
+        stored (those of earlier passes and this one's committed batches) and what to do."""
+        report, written = self.report, self.writer.written if self.writer else 0
+        stored = report.skipped + written
+        what = ("the connection to the database was lost" if fault_kind(error) == "gone"
+                else "the disk of the database is full")
+        return (f"{what} ({brief(error)}): {stored} of the run's {report.total} "
+                f"{report.outputs} are stored ({written} by this command); run the same "
+                f"command again to ask the other {report.total - stored}")
 
     def ask(self, backend: Backend, items: Sequence[Item],
             conversation: Callable[[Item], Conversation],

@@ -23,9 +23,10 @@ from tests.pg_instance import PgInstance, pg_instance
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _through_restart(pg: PgInstance, args: list[str], fake: FakeOpenAIServer) -> None:
+def _through_restart(pg: PgInstance, args: list[str], fake: FakeOpenAIServer) -> int | None:
     """Run ``args`` (a command using ``fake``), restart the server after 8 answers; the
-    command's stderr holds only its progress bar and at most one line saying what to do."""
+    command's stderr holds only its progress bar and at most one line saying what to do, with
+    how many outputs are stored (returned; None when the command went on to the end)."""
     proc = subprocess.Popen([sys.executable, "-m", "elitr_core", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while len(fake.successful()) < 8 and proc.poll() is None:
@@ -38,8 +39,11 @@ def _through_restart(pg: PgInstance, args: list[str], fake: FakeOpenAIServer) ->
     assert "Traceback" not in err and "[SQL" not in err and "INSERT" not in err
     if proc.returncode != 0:
         assert proc.returncode == 2 and len(errors) == 1, err
-        assert "run the same command again" in errors[0]
-        assert "stored before it is kept" in errors[0]
+        assert "run the same command again" in errors[0], errors[0]
+        stored = re.search(r": (\d+) of the run's \d+ .+? are stored", errors[0])
+        assert stored is not None, errors[0]
+        return int(stored[1])
+    return None
 
 
 def test_generate_and_judge_through_a_database_restart(tmp_path: Path) -> None:
@@ -50,7 +54,10 @@ def test_generate_and_judge_through_a_database_restart(tmp_path: Path) -> None:
         args = ["generate", "--model", "cli-model", "--setting", "qa", "--mode", "st",
                 "--split", "test2", "--meetings", ",".join(MEETINGS), "--db", pg.url,
                 "--backend", "openai", "--base-url", fake.base_url, "--concurrency", "2"]
-        _through_restart(pg, args, fake)
+        stored = _through_restart(pg, args, fake)
+        if stored is not None:  # the line is true: that many answers are in the database
+            assert len(rows(pg.url, "SELECT r.id FROM response r JOIN run ON r.run_id = run.id "
+                                    "WHERE run.model = 'cli-model'")) == stored
         done = subprocess.run([sys.executable, "-m", "elitr_core", *args], cwd=ROOT,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr

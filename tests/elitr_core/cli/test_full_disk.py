@@ -21,6 +21,16 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture
 def full_disk(bundled_sqlite: str, tmp_path: Path) -> Iterator[Path]:
     """A copy of the bundled database on a tmpfs with no byte left."""
+    yield from _disk(bundled_sqlite, tmp_path, left_kb=0)
+
+
+@pytest.fixture
+def nearly_full_disk(bundled_sqlite: str, tmp_path: Path) -> Iterator[Path]:
+    """The same with 300 KB left: a database opens, a large import does not fit."""
+    yield from _disk(bundled_sqlite, tmp_path, left_kb=300)
+
+
+def _disk(bundled_sqlite: str, tmp_path: Path, *, left_kb: int) -> Iterator[Path]:
     source = Path(bundled_sqlite.removeprefix("sqlite:///"))
     mount = tmp_path / "disk"
     mount.mkdir()
@@ -31,13 +41,13 @@ def full_disk(bundled_sqlite: str, tmp_path: Path) -> Iterator[Path]:
         pytest.skip(f"mounting a tmpfs needs root: {done.stderr.strip()}")
     try:
         shutil.copy(source, mount / "db.sqlite")
-        with (mount / "fill").open("wb") as fill:
-            try:
-                while True:
-                    fill.write(b"\0" * 65536)
-                    fill.flush()
-            except OSError:
-                pass
+        free_kb = shutil.disk_usage(mount).free // 1024
+        try:
+            with (mount / "fill").open("wb", buffering=0) as fill:
+                for _ in range(max(free_kb - left_kb, 0) if left_kb else 1 << 30):
+                    fill.write(b"\0" * 1024)
+        except OSError:  # no space left: what the fixture wants
+            pass
         yield mount / "db.sqlite"
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
@@ -59,3 +69,28 @@ def test_a_full_disk_is_one_true_line(args: list[str], full_disk: Path) -> None:
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "disk is full" in lines[0] and "made by this program" not in lines[0], lines[0]
     assert _digest(full_disk) == before
+
+
+def test_an_import_that_fills_the_disk_is_one_line_and_keeps_the_file(
+        nearly_full_disk: Path, bundled_sqlite: str, tmp_path: Path) -> None:
+    """Opening works, the import's transaction does not fit: one line, the file unchanged;
+    with room again the same import goes through."""
+    scores = tmp_path / "scores.csv"
+    _cli("export", "scores", "--evaluator", "gpt-4", "--out", str(scores), db=bundled_sqlite)
+    lines = scores.read_text().splitlines()
+    scores.write_text("\n".join([lines[0], *(line.replace(",gpt-4,", ",full-disk-judge,")
+                                             for line in lines[1:])]) + "\n")
+    before = _digest(nearly_full_disk)
+    done = _cli("import", str(scores), db=f"sqlite:///{nearly_full_disk}")
+    errors = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(errors) == 1, done.stderr
+    assert "disk of the database is full" in errors[0] and "run the same command" in errors[0]
+    assert _digest(nearly_full_disk) == before
+    (nearly_full_disk.parent / "fill").unlink()
+    assert _cli("import", str(scores), db=f"sqlite:///{nearly_full_disk}").returncode == 0
+
+
+def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "elitr_core", *args, "--db", db], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "DATABASE_URL": ""})

@@ -323,8 +323,9 @@ def open_archive(path: Path) -> zipfile.ZipFile:
         with path.open("rb") as handle:
             start = handle.read(4)
         if not start.startswith(_ZIP_STARTS):
-            raise DataFileError(path, "not a ZIP archive: it does not start as one (another "
-                                      "file with a ZIP appended?); pass the archive itself")
+            raise DataFileError(path, "not a readable ZIP archive: it does not start as one "
+                                      "(a renamed file, or another file with a ZIP appended?); "
+                                      "pass the archive itself")
         return zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise DataFileError(path, f"not a readable ZIP archive ({exc})") from None

@@ -191,7 +191,7 @@ def _scale(position: int) -> None:
                    type="primary" if picked == value else "secondary", width="stretch",
                    on_click=_pick, args=(position, value))
     if picked is None:
-        st.markdown(f":gray[No score picked yet.] {ENDS}")
+        st.markdown(md(":gray[No score picked yet.] " + ENDS))  # constants: no braces
     else:
         st.markdown(md(":blue-background[**Your score: {}**] {}", picked,
                        score_meaning(int(picked))))

@@ -366,3 +366,15 @@ def test_settings_are_documented_in_one_table() -> None:
     table = text.split("## Settings", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.M))
     assert listed == set(settings.VARIABLES)
+
+
+#: The most lines a module may have (ARCHITECTURE.md, The rooms): past it, a module mixes
+#: concerns and is split where they part. Migrations are generated and excepted.
+MODULE_LINES = 400
+
+
+def test_modules_stay_under_the_size_limit() -> None:
+    sizes = {module: len(path.read_text().splitlines()) for module, path in SOURCES.items()}
+    over = sorted(f"{module}: {lines} lines" for module, lines in sizes.items()
+                  if lines > MODULE_LINES)
+    assert not over, f"modules over {MODULE_LINES} lines (split at a seam):\n" + "\n".join(over)

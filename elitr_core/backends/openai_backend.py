@@ -24,16 +24,12 @@ Server notes
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import random
-import re
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
@@ -41,11 +37,18 @@ import openai
 from elitr_core import settings
 from elitr_core.backends.base import (
     Backend,
-    Completion,
     Conversation,
     DecodingConfig,
     Message,
     ResultCallback,
+)
+from elitr_core.backends.openai_requests import (
+    RETRY_AFTER_CAP_S,
+    RequestSession,
+    retry_after_seconds,
+    run_all,
+    run_sync,
+    sendable,
 )
 from elitr_core.errors import UserError
 
@@ -53,8 +56,6 @@ logger = logging.getLogger(__name__)
 
 OPENAI_API_URL = "https://api.openai.com/v1"
 LOCAL_API_KEY = "EMPTY"
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-RETRY_AFTER_CAP_S = 300.0  # a server asking for more than 5 minutes is treated as down
 #: a 4xx status not listed: the URL answered, but not as an OpenAI-compatible API does
 #: (405 Method Not Allowed from a web page, 415 from another kind of API)
 NOT_OPENAI_ADVICE = ("check the base URL (it ends with /v1) and that an OpenAI-compatible "
@@ -71,8 +72,6 @@ _ADVICE = {
     429: "the server is rate-limiting us: lower the concurrency or retry later",
 }
 
-T = TypeVar("T")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def public_url(url: str) -> str:
     """``url`` without user, password, query or fragment (safe to store and print)."""
@@ -81,27 +80,6 @@ def public_url(url: str) -> str:
     host = f"[{host}]" if ":" in host else host  # IPv6 literal
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def retry_after_seconds(error: BaseException) -> float | None:
-    """Seconds a 429/503 answer asks us to wait (``Retry-After[-ms]`` header), if any."""
-    if not isinstance(error, openai.APIStatusError):
-        return None
-    headers = error.response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            pass
-        try:  # Retry-After may also be an HTTP date
-            moment = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            continue
-        return max(0.0, moment.timestamp() - time.time())
-    return None
 
 
 class OpenAIBackend(Backend):
@@ -204,7 +182,7 @@ class OpenAIBackend(Backend):
         answered, that meeting's conversations join the others. A conversation sends its turns
         one after another. Raises :class:`UserError` when the server cannot answer.
         """
-        _run_sync(lambda: self.agenerate(conversations, decoding, on_result))
+        run_sync(lambda: self.agenerate(conversations, decoding, on_result))
 
     def describe(self) -> dict[str, Any]:
         """Backend, credential-free base URL, model, concurrency and client version."""
@@ -230,7 +208,7 @@ class OpenAIBackend(Backend):
             if key in warmed:
                 leaders.setdefault(key, index)
         warm_up = replace(decoding, max_new_tokens=1)
-        async with _Session(self, self.concurrency) as session:
+        async with RequestSession(self, self.concurrency) as session:
 
             async def converse(index: int) -> None:
                 conversation, answers = conversations[index], list[str]()
@@ -247,7 +225,7 @@ class OpenAIBackend(Backend):
                     answers.append(completion.text)
                     on_result(index, turn, completion)
 
-            await _run_all([converse(index) for index in asking])
+            await run_all([converse(index) for index in asking])
 
     # -- helpers ------------------------------------------------------------------------------
     def _check_decoding(self, decoding: DecodingConfig) -> None:
@@ -262,7 +240,7 @@ class OpenAIBackend(Backend):
     ) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": [_sendable(message) for message in messages],
+            "messages": [sendable(message) for message in messages],
             "max_tokens": decoding.max_new_tokens,
             "temperature": decoding.temperature,
             "top_p": decoding.top_p,
@@ -308,119 +286,3 @@ class OpenAIBackend(Backend):
         return UserError(
             f"the server at {url} answered HTTP {status} ({error.message}) after {tries}: {advice}"
         )
-
-
-class _Session:
-    """One event loop's client and semaphore; closes the client on exit."""
-
-    def __init__(self, backend: OpenAIBackend, concurrency: int) -> None:
-        self.backend = backend
-        self.semaphore = asyncio.Semaphore(concurrency)
-        # max_retries=0: the client must not retry behind our back (we count attempts).
-        self.client = openai.AsyncOpenAI(
-            api_key=backend._api_key,
-            base_url=backend.base_url,
-            timeout=backend.timeout,
-            max_retries=0,
-        )
-
-    async def __aenter__(self) -> _Session:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.client.close()
-
-    async def request(
-        self, messages: list[Message], decoding: DecodingConfig, cache_key: str | None
-    ) -> Completion:
-        """One chat completion with retries; holds a concurrency slot throughout.
-
-        The slot is kept during backoff so that a rate-limited server sees fewer requests.
-        """
-        backend = self.backend
-        async with self.semaphore:
-            attempt = 0
-            while True:
-                attempt += 1
-                params = backend._params(messages, decoding, cache_key)
-                try:
-                    response = await self._create(params)
-                except openai.APIStatusError as error:
-                    if error.status_code not in RETRY_STATUSES:
-                        raise backend._error(error, attempt) from error
-                    failure: BaseException = error
-                except openai.APIConnectionError as error:
-                    failure = error
-                else:
-                    return _completion(response, attempt)
-                if attempt > backend.max_retries:
-                    raise backend._error(failure, attempt) from failure
-                delay = backend._backoff(attempt, failure)
-                logger.warning("attempt %d failed (%s); retry in %.2f s", attempt, failure, delay)
-                await asyncio.sleep(delay)
-
-    async def _create(self, params: dict[str, Any]) -> Any:
-        """Send once; on a 400 to ``prompt_cache_key`` retry once without it, and remember."""
-        try:
-            return await self.client.chat.completions.create(**params)
-        except openai.BadRequestError:
-            if "prompt_cache_key" not in params:
-                raise
-            params = {k: v for k, v in params.items() if k != "prompt_cache_key"}
-            response = await self.client.chat.completions.create(**params)
-            if self.backend.send_prompt_cache_key:
-                logger.warning("server rejects prompt_cache_key; no longer sending it")
-                self.backend.send_prompt_cache_key = False
-            return response
-
-
-def _sendable(message: Message) -> Message:
-    """``message`` with U+FFFD for each lone surrogate (the client encodes UTF-8, which has no
-    surrogates: the request would fail before leaving)."""
-    content = message.get("content", "")
-    if _SURROGATE.search(content) is None:
-        return message
-    return {**message, "content": _SURROGATE.sub("\ufffd", content)}
-
-
-def _completion(response: Any, attempts: int) -> Completion:
-    if not response.choices:
-        raise UserError("the server answered without any choice: check the server's logs")
-    choice = response.choices[0]
-    usage = response.usage
-    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
-    return Completion(
-        text=choice.message.content or "",
-        prompt_tokens=usage.prompt_tokens if usage is not None else None,
-        completion_tokens=usage.completion_tokens if usage is not None else None,
-        cached_tokens=getattr(details, "cached_tokens", None),
-        finish_reason=choice.finish_reason,
-        metadata={"attempts": attempts, "response_id": response.id, "model": response.model},
-    )
-
-
-async def _run_all(coroutines: Sequence[Awaitable[None]]) -> None:
-    """Await all; on the first failure cancel the others and raise that failure."""
-    tasks = [asyncio.ensure_future(coroutine) for coroutine in coroutines]
-    if not tasks:
-        return
-    await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    for task in tasks:
-        if not task.done():
-            task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
-    if errors:
-        raise errors[0]  # type: ignore[misc]
-
-
-def _run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine from sync code, even when this thread already runs an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())
-    # A loop already runs here (Jupyter, an async caller): asyncio.run would refuse, so the
-    # work gets its own loop in a worker thread; on_result callbacks then run in that thread.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, make()).result()

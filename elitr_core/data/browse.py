@@ -6,14 +6,12 @@ from :func:`elitr_core.data.database.reading`.
 """
 
 from db.annotation import list_studies
+from db.meetings import meeting_browser, meeting_transcript, meetings
 from db.queries import (
     ScoreFilter,
     differentiating_keys,
     feedback_rows,
     filter_options,
-    meeting_browser,
-    meeting_transcript,
-    meetings,
     overview_counts,
     response_rows,
     runs_per_model,

@@ -12,6 +12,7 @@ from sqlalchemy import delete, update
 from sqlmodel import select
 
 from db.crud import upsert, upsert_evaluator
+from db.meetings import meeting_browser, meeting_transcript, meetings
 from db.models import NO_SEED, Evaluator, Meeting, QuestionTranslation, Response, Run, Score
 from db.queries import (
     ScoreFilter,
@@ -19,9 +20,6 @@ from db.queries import (
     feedback_rows,
     filter_options,
     filter_runs,
-    meeting_browser,
-    meeting_transcript,
-    meetings,
     overview_counts,
     response_rows,
     responses_without_score,

@@ -165,7 +165,8 @@ async def _crowd(base: str, tokens: list[str], args: argparse.Namespace,
             "RSS MiB/session": (rss[0] - rss_before) / n, "RSS MiB window start": rss[0],
             "RSS MiB window max": max(rss), "RSS MiB window end": rss[-1],
             "client CPU s/s": own / args.duration,
-            "sessions opened": len(tally.first), "failures": len(tally.failures)}
+            "sessions opened": len(tally.first), "failures": len(tally.failures),
+            "failure kinds": sorted({f.split(":")[0] for f in tally.failures})}
 
 
 def _figures(t: Tally, duration: float, cpu: float, pg: float) -> dict[str, float]:

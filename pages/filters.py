@@ -19,6 +19,7 @@ from elitr_core.data.browse import ScoreFilter
 from pages.data import database_url, engine, score_cache
 from pages.state import FILTERS_KEY
 from pages.text import Markdown, plain
+from pages.warm_progress import warming_line
 
 SPLIT_KEY = "filters.split"
 SETTING_KEY = "filters.setting"
@@ -96,9 +97,7 @@ def sidebar_filters() -> ScoreFilter:
         )
         flt = _apply_minimum(flt)
         st.caption("The paper compares evaluators on test2, QA, single-turn.")
-    from pages import warm  # here: pages.warm imports this module
-
-    if line := warm.warming_line():  # a first visit while the server warms up
+    if line := warming_line():  # a first visit while the server warms up
         st.info(plain(line), icon=":material/hourglass_top:")
     st.session_state[FILTERS_KEY] = flt
     st.session_state[CURRENT_KEY] = (_page_id(), flt)

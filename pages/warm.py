@@ -27,6 +27,9 @@ from pathlib import Path
 
 from elitr_core import settings
 from pages.defaults import Defaults, View, page_views
+from pages.warm_progress import PROGRESS as PROGRESS  # re-exported
+from pages.warm_progress import page_title as page_title  # re-exported
+from pages.warm_progress import warming_line as warming_line  # re-exported
 
 _LOG = logging.getLogger(__name__)
 _STARTED = threading.Event()
@@ -91,32 +94,6 @@ def keep_warm(every: float | None = None, rounds: int | None = None) -> None:
         done += 1
         if rounds is None or done < rounds:
             time.sleep(every)
-
-
-class _Progress:
-    """What the warm-up has computed so far (read by the pages: a first visit while it runs
-    says so and names the pages that are ready)."""
-
-    def __init__(self) -> None:
-        self.running = False
-        self.pending: list[str] = []  # page files whose first view is not computed yet
-
-
-PROGRESS = _Progress()
-
-
-def page_title(file: str) -> str:
-    """A page file's menu title ("pages/judge_audit.py" -> "Judge audit")."""
-    return Path(file).stem.replace("_", " ").capitalize()
-
-
-def warming_line() -> str:
-    """One sentence while the start-up warm-up has pages left ("" when it has none)."""
-    if not PROGRESS.running or not PROGRESS.pending:
-        return ""
-    return ("Warming up: the server is still computing the analysis pages' first views, so "
-            "this page may take a few seconds. Not ready yet: "
-            + ", ".join(page_title(f) for f in PROGRESS.pending) + ".")
 
 
 def warm() -> int:

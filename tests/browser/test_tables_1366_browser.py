@@ -1,5 +1,6 @@
 """Tables that were cut at 1366x768 (issue 28 item 5): the Runs page's generation runs, the
-Judge audit's budget planner, the Studies page's progress and quality tables. Measured in the
+Leaderboard's main table, the Judge audit's budget planner, the Studies page's progress and
+quality tables. Measured in the
 DOM of Chromium: no grid scrolls a column out of view (the others sit behind each table's
 Columns picker)."""
 
@@ -25,6 +26,7 @@ from tests.browser.test_studies_browser import study_db  # noqa: F401 (a fixture
 #: (page, tab, choices, texts the view shows when drawn)
 VIEWS = (
     ("runs", None, (), ("Generation runs",)),
+    ("leaderboard", None, (), ("Rank by",)),  # the main table's 11th column was cut
     ("judge_audit", "Budget planner", (), ("Human scores each model needs",)),
     ("studies", None, (("Study", "silver-test2"),), ("Quality control",)),
 )

@@ -13,7 +13,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import and_, bindparam, case, func, select, update
+from sqlalchemy import (
+    Float,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    literal,
+    null,
+    select,
+    true,
+    union_all,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlmodel import Session
@@ -240,16 +253,44 @@ def _answer_statements(dialect: str, item: bool) -> list[Any]:
     answered = (update(_AS).where(_AS.c.id == bindparam("b_assignment"))
                 .values(unclear=bindparam("b_unclear"), answered_at=bindparam("b_now"),
                         check_value=bindparam("b_check")))
+    mean = _mean_statement(insert)
     statements: list[Any]
     if dialect == "postgresql":
         ctes = [answered.returning(_AS.c.id).cte("answered")]
         if item:
-            ctes.insert(0, score.returning(_SC.c.id).cte("scored"))
+            ctes[:0] = [score.returning(_SC.c.id).cte("scored"),
+                        mean.returning(_SC.c.id).cte("mean")]
         statements = [_SEEN.add_cte(*ctes)]
     else:
-        statements = [score, answered, _SEEN] if item else [answered, _SEEN]
+        statements = [score, mean, answered, _SEEN] if item else [answered, _SEEN]
     _ANSWER_STATEMENTS[key] = statements
     return statements
+
+
+def _mean_statement(insert: Any) -> Any:
+    """The answered response's aggregate row (the mean of the study's included annotator
+    scores), upserted with the answer, so an open study's aggregate is never behind its
+    answers (it was refreshed only when a whole task was finished).
+
+    The mean is of the other annotators' stored scores and this answer's value: on PostgreSQL
+    it runs in the answer's own statement, whose snapshot is taken before the answer is
+    written. The caller holds the study's aggregate lock (:func:`lock_aggregate`) first, so
+    no other answer to the study is in flight, uncommitted, at the same time.
+    """
+    others = select(_SC.c.value.label("v")).where(
+        _SC.c.evaluator_id == bindparam("b_evaluator"),
+        _SC.c.response_id == bindparam("b_response"), _SC.c.status == "ok",
+        _SC.c.annotator_key.not_in([0, bindparam("b_annotator")]))
+    values = union_all(others, select(cast(bindparam("b_value"), Float).label("v"))).subquery()
+    stmt = insert(_SC).from_select(
+        ["response_id", "evaluator_id", "annotator_id", "annotator_key", "sample", "value",
+         "status", "created_at", "updated_at"],
+        select(bindparam("b_response"), bindparam("b_evaluator"), null(), literal(0),
+               literal(0), func.avg(values.c.v), literal("ok"), bindparam("b_now"),
+               bindparam("b_now")).where(true()))  # SQLite: a WHERE before ON CONFLICT
+    return stmt.on_conflict_do_update(index_elements=list(SCORE_KEY), set_={
+        "value": stmt.excluded.value, "status": stmt.excluded.status,
+        "updated_at": stmt.excluded.updated_at})
 
 
 class QueueRow(Protocol):

@@ -119,6 +119,8 @@ def close_study(session: Session, name: str) -> int:
     """Close a study (no more answers or revisions) and store its aggregate; return how many
     aggregate scores were written."""
     study = get_study(session, name)
+    assert study.id is not None
+    q.lock_aggregate(session=session, study_id=study.id)  # before the study row's update
     study.status = "closed"
     save(session=session, rows=[study])
     return aggregate(session, name)

@@ -116,10 +116,12 @@ def claim_unit(session: Session, study: Study, annotator_id: int, *,
     assert part.id is not None
     aq.take_seat(session=session, seat_id=seat.id, participation_id=part.id)
     if seat.participation_id is not None:
+        # the aggregate lock before the lapsed holder's rows: their own submit in flight
+        # holds it and then writes those rows (db.annotation.lock_aggregate)
+        q.lock_aggregate(session=session, study_id=study.id)
         marked = aq.lapse(session=session, participation_id=seat.participation_id,
                           evaluator_id=study.evaluator_id)
         if marked:
-            q.lock_aggregate(session=session, study_id=study.id)
             sq.store_aggregates(session=session, evaluator_id=study.evaluator_id,
                                 response_ids=marked)
     if client:

@@ -121,6 +121,8 @@ def aggregate(session: Session, study_name: str,
     changed), so an annotator's last submit does not rewrite the whole study's aggregate.
     """
     study = get_study(session, study_name)
+    assert study.id is not None
+    q.lock_aggregate(session=session, study_id=study.id)  # no answer in flight meanwhile
     return sq.store_aggregates(session=session, evaluator_id=study.evaluator_id,
                               response_ids=response_ids)
 
@@ -133,6 +135,8 @@ def _set_excluded(session: Session, study_name: str, annotator: str, status: str
         reason = records.check_options(records.EXCLUSION_REASON, reason, what="reason")
     study = get_study(session, study_name)
     assert study.id is not None
+    # before any score row: an answer in flight holds this lock and then writes its rows
+    q.lock_aggregate(session=session, study_id=study.id)
     ids = {r["annotator_id"] for r in sq.progress_rows(session=session, study_id=study.id)
            if r["annotator"] == annotator}
     parts = [p for p in q.participations(session=session, study_id=study.id)

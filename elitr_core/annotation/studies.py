@@ -328,6 +328,12 @@ def _record(engine: Engine, entry: Entry, position: int, value: int, comment: st
             raise AccessDenied(f"This link is no longer valid for study {study.name}.")
         if row.participation_status == "lapsed":
             raise AccessDenied(LAPSED.format(study.name))
+        if row.kind == "item":
+            # the answer updates its response's aggregate (db.annotation._mean_statement):
+            # the study's answers queue on its aggregate lock, taken before any row lock (as
+            # exclusions, closing and lapses take it), so means never miss an answer in
+            # flight and no two writers of the aggregate wait on each other in a circle
+            q.lock_aggregate(session=session, study_id=entry.study_id)
         q.record_answer(session=session, assignment=row, evaluator_id=row.evaluator_id,
                         value=float(value), comment=comment.strip()[:5000] or None,
                         unclear=unclear, seconds=max(0.0, float(seconds)))
@@ -339,11 +345,8 @@ def _record(engine: Engine, entry: Entry, position: int, value: int, comment: st
                                     annotator_id=entry.annotator_id)
             responses = q.assigned_responses(session=session, study_id=entry.study_id,
                                              annotator_id=entry.annotator_id)
-            # A finished task (a replacement's included) enters the study's aggregate at once:
-            # only its responses' means are recomputed, and finishers queue on the study's
-            # aggregate lock, so two of them never deadlock on the same aggregate rows. The
-            # lock is held to the commit: nothing but the database's own work (one delete, one
-            # insert of the means) runs after it is taken.
+            # A finished task's means are recomputed from the stored scores (each answer
+            # updated its own already), under the study's aggregate lock.
             q.lock_aggregate(session=session, study_id=entry.study_id)
             sq.store_aggregates(session=session, evaluator_id=row.evaluator_id,
                                response_ids=responses)

@@ -193,9 +193,11 @@ def test_a_revised_answer_updates_its_score_and_adds_the_time(db_url: str) -> No
             ann.record_answer(session=session, assignment=assignment, evaluator_id=ids[1],
                               value=value, comment=None, unclear=False, seconds=seconds)
     with reading(engine) as session:
-        scores = session.exec(select(Score).where(Score.evaluator_id == ids[1])).all()
+        scores = session.exec(select(Score).where(Score.evaluator_id == ids[1])
+                              .order_by(Score.annotator_key.desc())).all()
+    # the answer, and its response's aggregate (the mean of the study's answers) beside it
     assert [(s.value, s.seconds_spent, s.annotator_key) for s in scores] == [
-        (6.0, 12.5, ids[2])]
+        (6.0, 12.5, ids[2]), (6.0, None, 0)]
 
 
 def test_annotator_look_ups(url: str) -> None:
@@ -227,10 +229,9 @@ def test_exclusion_references_and_aggregates(url: str) -> None:
         for position in range(QUESTIONS * len(MODELS)):
             assignment = _target(session, study.id, alice.id, position)
             assert assignment.id is not None
+            # the answer and the study's aggregate of its response
             ann.record_answer(session=session, assignment=assignment, evaluator_id=pool,
                               value=5.0, comment=None, unclear=False, seconds=1.0)
-            session.add(Score(response_id=assignment.response_id, evaluator_id=pool,
-                              annotator_key=0, value=5.0))  # the study's aggregate
         ids = (pool, alice.id)
     n = QUESTIONS * len(MODELS)
     with writing(engine) as session:

@@ -113,7 +113,8 @@ def test_closing_asks_first_and_units_at_work_are_not_short(url: str) -> None:
 def test_the_sidebar_counts_a_study_s_items_not_its_rows(url: str) -> None:
     engine = open_database(url)
     with writing(engine) as session:
-        create_study(session, StudySpec(name="s", per_item=2, meetings=("meeting_en_test2_901",)))
+        create_study(session, StudySpec(name="s", per_item=2, meetings=("meeting_en_test2_901",),
+                                        attention_rate=0.0))
         tokens = [add_annotator(session, n, "silver") for n in ("a", "b")]
     for token in tokens:  # 6 items, each scored by 2 annotators: 12 rows + 6 means
         entry = enter_with_token(engine, token)
@@ -128,7 +129,8 @@ def test_the_sidebar_counts_a_study_s_items_not_its_rows(url: str) -> None:
 def test_status_quality_and_exclusion(url: str) -> None:
     engine = open_database(url)
     with writing(engine) as session:
-        create_study(session, StudySpec(name="s", per_item=2, meetings=("meeting_en_test2_901",)))
+        create_study(session, StudySpec(name="s", per_item=2, meetings=("meeting_en_test2_901",),
+                                        attention_rate=0.0))
         tokens = [add_annotator(session, n, "silver") for n in ("good", "fast")]
     for token, seconds in zip(tokens, (20.0, 0.5), strict=True):
         entry = enter_with_token(engine, token)
@@ -247,16 +249,18 @@ def test_worked_examples_are_saved_from_the_status_tab(url: str) -> None:
 
 
 def test_analysis_pages_show_a_study_s_new_aggregate_at_once(url: str) -> None:
-    """Closing a study stores its aggregate anew, here with the answers given after the first
-    annotator finished (which the aggregate did not hold yet); excluding an annotator stores it
-    without them. The Leaderboard, open in another session, shows each on its next run, not
-    once its cached reads are five minutes old."""
+    """An open study's aggregate holds every answer as it arrives, here those of an annotator
+    who has not finished their task (it used to wait for the task's end: the Leaderboard showed
+    2s), and closing stores the same; excluding an annotator stores it without them. The
+    Leaderboard, open in another session, shows the exclusion on its next run, not once its
+    cached reads are five minutes old."""
     engine = open_database(url)
     with writing(engine) as session:
-        create_study(session, StudySpec(name="s", per_item=2, meetings=("meeting_en_test2_901",)))
+        create_study(session, StudySpec(name="s", per_item=2, meetings=("meeting_en_test2_901",),
+                                        attention_rate=0.0))
         tokens = [add_annotator(session, name, "silver") for name in ("first", "late")]
     for token, answers, value in zip(tokens, (6, 3), (2, 10), strict=True):
-        entry = enter_with_token(engine, token)  # "first" finishes: the aggregate holds 2s
+        entry = enter_with_token(engine, token)  # "first" finishes, "late" is half-way
         for position in range(answers):
             submit(engine, entry, position, value, seconds=10.0)
     board = AppTest.from_file(APP, default_timeout=60).run()
@@ -267,13 +271,13 @@ def test_analysis_pages_show_a_study_s_new_aggregate_at_once(url: str) -> None:
         assert not board.exception
         return set(board.dataframe[0].value["QA-st test2"])
 
-    assert means() == {2.0}
+    assert means() == {4.0}  # the 3 responses "late" answered: (2 + 10) / 2 per model
     studies = _studies_page()
     _button(studies, "Close the study").click().run()
     _button(studies, "Yes, close the study").click().run()
     assert "is closed" in studies.success[0].value
     board.run()
-    assert means() == {4.0}  # the 3 responses "late" answered: (2 + 10) / 2 per model
+    assert means() == {4.0}  # closing stores the same means
     studies.selectbox(key="studies.exclude").set_value("late").run()
     [b for b in studies.button if b.label.startswith("Exclude")][0].click().run()
     assert "late excluded" in studies.success[0].value

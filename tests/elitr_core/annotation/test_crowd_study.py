@@ -126,3 +126,24 @@ def test_excluding_twice_is_refused_and_a_closed_study_promises_no_replacement(
     assert "replacement" not in report.split(".")[0] and "nobody replaces them" in report
     with pytest.raises(UserError, match="already"), writing(engine) as session:
         exclude_annotator(session, "closed", "prolific-" + "d" * 24)
+
+
+def test_an_open_study_s_aggregate_holds_unfinished_tasks(url: str) -> None:
+    """Answers of a task not yet finished are in the aggregate at once (it was refreshed only
+    when a whole task was finished: 18 of 120 behind), and revising an answer moves it."""
+    _create(url, "crowd", "silver", per_item=2, attention_rate=0.0)
+    engine = open_database(url)
+    first = join_prolific(engine, "crowd", "1" * 24, STUDY, "2" * 24)
+    submit(engine, first, 0, 4)
+    submit(engine, first, 1, 8)
+    assert _aggregates(url) == [4.0, 8.0]
+    submit(engine, first, 1, 6)  # a revision
+    assert _aggregates(url) == [4.0, 6.0]
+
+
+def _aggregates(url: str) -> list[float]:
+    with reading(open_database(url)) as session:
+        return sorted(session.execute(
+            select(Score.value).join(Evaluator).where(
+                Evaluator.slug == "silver-human:crowd", Score.annotator_key == 0))
+            .scalars().all())

@@ -266,8 +266,9 @@ def test_the_annotation_path_on_both_databases(db_url: str) -> None:
 
 def test_a_submit_and_the_next_item_run_four_statements_on_postgresql(db_url: str) -> None:
     """The annotation hot path's statements (bench/results/annotation-unit-of-work-*.md): on
-    PostgreSQL a submit is its target's SELECT, one WITH ... UPDATE and the queue's SELECT,
-    and the next item one SELECT; SQLite runs the same reads, its BEGINs and three writes."""
+    PostgreSQL a submit is its target's SELECT, the study's aggregate lock, one WITH ... UPDATE
+    (answer, its response's mean, queue row, participation) and the queue's SELECT, and the
+    next item one SELECT; SQLite runs the same reads, its BEGINs and four writes."""
     from sqlalchemy import event
 
     build(db_url)
@@ -286,8 +287,8 @@ def test_a_submit_and_the_next_item_run_four_statements_on_postgresql(db_url: st
         item_view(engine, entry, 1)
     finally:
         event.remove(engine, "before_cursor_execute", count)
-    if engine.dialect.name == "postgresql":
-        assert seen == ["SELECT", "WITH", "SELECT", "SELECT"]
-    else:
-        assert seen == ["BEGIN", "SELECT", "INSERT", "UPDATE", "UPDATE", "SELECT",
+    if engine.dialect.name == "postgresql":  # the target, the study's aggregate lock, ...
+        assert seen == ["SELECT", "SELECT", "WITH", "SELECT", "SELECT"]
+    else:  # the answer, its response's aggregate, the queue row, the participation
+        assert seen == ["BEGIN", "SELECT", "INSERT", "INSERT", "UPDATE", "UPDATE", "SELECT",
                         "BEGIN", "SELECT"]

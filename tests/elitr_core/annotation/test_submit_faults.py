@@ -39,7 +39,7 @@ def _study(url: str) -> tuple[Engine, Entry]:
 def _answers(url: str) -> list[tuple[int, float]]:
     with reading(open_database(url)) as session:
         return [tuple(r) for r in session.execute(  # type: ignore[misc]
-            select(Score.response_id, Score.value).where(Score.annotator_key.is_not(None))
+            select(Score.response_id, Score.value).where(Score.annotator_key != 0)
             .order_by(Score.response_id)).all()]
 
 

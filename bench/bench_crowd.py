@@ -33,7 +33,6 @@ import os
 import random
 import re
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -45,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
-from bench.bench_pages import _checkout, remove_checkout  # noqa: E402
+from bench.bench_pages import _checkout, clean_up  # noqa: E402
 from bench.crowd_server import (  # noqa: E402
     Database,
     cpu_seconds,
@@ -244,9 +243,7 @@ def main() -> int:
         print(f"uptime after:  {_uptime()}")
         _print(results)
     finally:
-        if args.before:
-            remove_checkout(tmp)
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(tmp, args.before)
     return 0
 
 

@@ -231,6 +231,13 @@ def remove_checkout(tmp: Path) -> None:
                     str(tmp / "before")], capture_output=True)
 
 
+def clean_up(tmp: Path, before: str | None) -> None:
+    """Remove the ``--before`` worktree (when there is one) and the temporary folder."""
+    if before:
+        remove_checkout(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="a git commit to time side by side with this tree")
@@ -265,9 +272,7 @@ def main() -> int:
                    {label: r["browser"] for label, r in results.items()})
         print("(! = the page raised in that tree)")
     finally:
-        if args.before:
-            remove_checkout(tmp)
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(tmp, args.before)
     return 0
 
 

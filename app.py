@@ -49,5 +49,5 @@ if role is None:
     st.session_state[NEXT_PAGE_KEY] = "" if page.title == "Log in" else page.url_path
 else:
     spec = RESEARCHER_PAGES if role == RESEARCHER else ANNOTATOR_PAGES
-    page = st.navigation(_pages(spec), position="sidebar" if role == RESEARCHER else "hidden")
+    page = st.navigation(_pages(spec), position="top" if role == RESEARCHER else "hidden")
 page.run()

@@ -149,3 +149,21 @@ def screenshot(driver: object, name: str, *, settle: float = 2.0) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     driver.save_screenshot(str(path))  # type: ignore[attr-defined]
     return path
+
+
+def follow_nav_link(driver: object, title: str, timeout: float = 120) -> None:
+    """Open the page ``title`` through the top navigation bar, as a user does: its section's
+    menu (``pages.navigation.RESEARCHER_PAGES``), then the page's link."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from pages.navigation import RESEARCHER_PAGES
+
+    section = next(name for name, entries in RESEARCHER_PAGES.items()
+                   if any(t == title for _, t, _ in entries))
+    menu = f"//*[@data-testid='stTopNavSection'][contains(., '{section}')]"
+    link = f"//a[@data-testid='stTopNavDropdownLink'][contains(., '{title}')]"
+    WebDriverWait(driver, timeout).until(
+        lambda d: d.find_elements("xpath", menu))[0].click()  # type: ignore[attr-defined]
+    WebDriverWait(driver, 30).until(
+        lambda d: [e for e in d.find_elements("xpath", link)  # type: ignore[attr-defined]
+                   if e.is_displayed()])[0].click()

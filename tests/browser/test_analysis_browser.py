@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from elitr_core.cli.main import main
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import follow_nav_link, screenshot
 
 PAGES = {
     # navigation title: texts that prove the page computed its numbers
@@ -39,14 +39,10 @@ def click_tab(browser: object, label: str) -> None:
 
 def open_page(browser: object, server: str, title: str,
               wait_for_text: Callable[..., None]) -> None:
-    """Open the app and follow its sidebar link (st.navigation), as a user does."""
-    from selenium.webdriver.support.ui import WebDriverWait
-
+    """Open the app and follow its navigation link (st.navigation), as a user does."""
     browser.get(server)  # type: ignore[attr-defined]
     wait_for_text(browser, "ELITR-Bench dashboard", timeout=120)
-    xpath = f"//a[@data-testid='stSidebarNavLink'][contains(., '{title}')]"
-    WebDriverWait(browser, 30).until(
-        lambda d: d.find_elements("xpath", xpath))[0].click()  # type: ignore[attr-defined]
+    follow_nav_link(browser, title)
     wait_for_text(browser, *PAGES[title], timeout=120)
 
 
@@ -118,3 +114,21 @@ def test_calibration_csv_download_in_chromium(streamlit_server: str, browser: ob
     cli = tmp_path / "cli.csv"
     assert main(["export", "calibration", "--db", bundled_sqlite, "--out", str(cli)]) == 0
     assert target.read_bytes() == cli.read_bytes()
+
+
+@pytest.mark.browser
+def test_filters_are_above_the_fold_at_1366x768(streamlit_server: str, browser: object,
+                                                wait_for_text: Callable[..., None]) -> None:
+    # The sidebar held the navigation (ten pages in three sections, ~540 px) above the
+    # filters, so at 1366x768 the first filter started below the window; the navigation is
+    # now the top bar and the sidebar holds the filters alone.
+    browser.set_window_size(1366, 768)  # type: ignore[attr-defined]
+    open_page(browser, streamlit_server, "Leaderboard", wait_for_text)
+    bottoms = browser.execute_script(  # type: ignore[attr-defined]
+        "const side = document.querySelector('[data-testid=stSidebar]');"
+        "const boxes = [...side.querySelectorAll('[data-testid=stSelectbox]')].slice(0, 3);"
+        "return [window.innerHeight, ...boxes.map(b => b.getBoundingClientRect().bottom)];")
+    height, *filters = bottoms
+    assert len(filters) == 3, bottoms  # split, setting, mode
+    assert max(filters) <= height, f"filters end at {filters} px, the window at {height} px"
+    screenshot(browser, "analysis-filters-1366", settle=1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import follow_nav_link, screenshot
 
 
 def test_home_page_in_chromium(streamlit_server: str, browser: object,
@@ -56,8 +56,7 @@ def test_home_loads_the_analysis_pages_element_code(
     assert any(name.startswith("PlotlyChart.") for name in on_home), on_home
     hidden = browser.find_elements(By.CSS_SELECTOR, ".st-key-preload-elements")  # type: ignore[attr-defined]
     assert hidden and not hidden[0].is_displayed()  # nothing of it shows on Home
-    browser.find_element(  # type: ignore[attr-defined]
-        By.CSS_SELECTOR, "a[data-testid='stSidebarNavLink'][href$='/leaderboard']").click()
+    follow_nav_link(browser, "Leaderboard")
     wait_for_text(browser, "Main table", "Rank by")
     after = _settled_scripts(browser)
     # st.spinner appears only when a computation outlasts 0.5 s (a loaded machine here): its

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import follow_nav_link, screenshot
 from tests.browser.test_analysis_browser import click_tab, open_page
 
 
@@ -26,7 +26,7 @@ def test_leaderboard_ranks_and_shows_missing_as_en_dash(
     # the raw values behind the canvas (the picture shows "–"), once the grid is drawn
     WebDriverWait(browser, 60).until(lambda d: "GPT-3.5" in _grid_text(d))
     grid = _grid_text(browser)
-    assert "None" not in grid and grid.index("rank") < grid.index("QA-st dev")
+    assert "None" not in grid and grid.index("rank") < grid.index("QA-st mean")
     assert grid.index("GPT-4") < grid.index("GPT-3.5")  # ranked by QA-st mean
     screenshot(browser, "tables-leaderboard", settle=2.0)
 
@@ -69,13 +69,10 @@ def _store_transcript_answering_the_first_question(url: str) -> str:
 def test_meeting_browser_row_opens_the_detail_panel(
         streamlit_server: str, browser: object, wait_for_text: Callable[..., None],
         bundled_sqlite: str) -> None:
-    from selenium.webdriver.support.ui import WebDriverWait
 
     marker = _store_transcript_answering_the_first_question(bundled_sqlite)
     browser.get(streamlit_server)  # type: ignore[attr-defined]
-    xpath = "//a[@data-testid='stSidebarNavLink'][contains(., 'Meeting browser')]"
-    WebDriverWait(browser, 120).until(
-        lambda d: d.find_elements("xpath", xpath))[0].click()  # type: ignore[attr-defined]
+    follow_nav_link(browser, "Meeting browser")
     wait_for_text(browser, "Select a row to read the response in full below.", timeout=120)
     _pick_first_row(browser, "meeting-responses")
     screenshot(browser, "tables-meeting-detail", settle=2.0)

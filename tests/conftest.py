@@ -13,6 +13,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+# Imported now, while pytest rewrites its modules on a sound interpreter: hypothesis's plugin
+# otherwise imports it in the terminal summary, and on Debian's Python 3.11.2 an ast.parse there
+# (pytest's assertion rewriting) can fail with "SystemError: AST constructor recursion depth
+# mismatch" after some runs (seen after tests/test_deploy.py then tests/db/test_pool_plan.py):
+# the summary then errors although every test passed.
+import hypothesis  # noqa: F401
 import pytest
 from sqlalchemy import make_url
 

@@ -104,7 +104,7 @@ def test_calibration_csv_download_in_chromium(streamlit_server: str, browser: ob
     xpath = "//div[@data-testid='stDownloadButton']//button[contains(., 'CSV')]"
     buttons = WebDriverWait(browser, 60).until(
         lambda d: d.find_elements("xpath", xpath))  # type: ignore[attr-defined]
-    browser.execute_script("arguments[0].scrollIntoView();", buttons[-1])  # type: ignore[attr-defined]
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", buttons[-1])  # type: ignore[attr-defined]
     buttons[-1].click()
     target = downloads / "calibration.csv"
     deadline = time.monotonic() + 30

@@ -81,7 +81,7 @@ def test_battles_fits_1366x768(battles_server: str, browser: object,
     time.sleep(1)
     assert browser.execute_script(CUT_BUTTONS) == []  # type: ignore[attr-defined]
     for plot in browser.find_elements("css selector", ".js-plotly-plot"):  # type: ignore[attr-defined]
-        browser.execute_script("arguments[0].scrollIntoView();", plot)  # type: ignore[attr-defined]
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", plot)  # type: ignore[attr-defined]
         ActionChains(browser).move_to_element(plot).perform()  # the toolbar shows on hover
         time.sleep(0.3)
         assert browser.execute_script(COVERED_TITLES) == []  # type: ignore[attr-defined]

@@ -52,7 +52,7 @@ def _rename(db: str) -> None:
 def _settle(driver: object, wait: Callable[..., None]) -> None:
     from selenium.webdriver.support.wait import WebDriverWait
 
-    wait(driver, "Studies")
+    wait(driver, "Work")  # the navigation bar's last section: the app is drawn
     WebDriverWait(driver, 90).until(lambda d: not d.find_elements(  # type: ignore[attr-defined]
         "css selector", '[data-testid="stStatusWidget"]'))
     deadline = time.monotonic() + 30  # plotly draws its SVG after the text
@@ -70,7 +70,8 @@ def _download(driver: object, folder: Path, label: str) -> Path:
     button = WebDriverWait(driver, 60).until(
         lambda d: d.find_elements("xpath", xpath))[0]  # type: ignore[attr-defined]
     before = set(folder.iterdir())
-    driver.execute_script("arguments[0].scrollIntoView();", button)  # type: ignore[attr-defined]
+    driver.execute_script(  # type: ignore[attr-defined]
+        "arguments[0].scrollIntoView({block: 'center'});", button)  # below the top bar
     button.click()  # type: ignore[attr-defined]
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

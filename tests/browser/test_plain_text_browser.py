@@ -119,7 +119,7 @@ def test_no_page_fetches_what_an_imported_file_links(
     with running_server(bundled_sqlite, tmp_path / "streamlit.log") as url:
         for page in PAGES:
             browser.get(f"{url}/{page}")  # type: ignore[attr-defined]
-            _settle(browser, wait_for_text, "Studies")
+            _settle(browser, wait_for_text, "Work")  # the navigation bar is drawn
             screenshot(browser, f"plain-text-{page or 'home'}", settle=0.5)
             body = browser.find_element("tag name", "body").text  # type: ignore[attr-defined]
             assert "Traceback" not in body

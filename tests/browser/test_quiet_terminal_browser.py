@@ -43,7 +43,7 @@ def test_page_visits_and_a_png_export_print_no_inotify_overflow(
             button = WebDriverWait(browser, 60).until(
                 lambda d: d.find_elements("xpath", xpath))[0]  # type: ignore[attr-defined]
             browser.execute_script(  # type: ignore[attr-defined]
-                "arguments[0].scrollIntoView();", button)
+                "arguments[0].scrollIntoView({block: 'center'});", button)
             button.click()
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and not list(downloads.glob("*.png")):

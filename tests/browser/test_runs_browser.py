@@ -11,7 +11,7 @@ from elitr_core.backends.fake import FakeBackend
 from elitr_core.generation.runs import GenerationSpec, generate_run
 from elitr_core.judging.runner import JudgeSpec, judge_run
 from elitr_core.passes.records import NullProgress
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import follow_nav_link, screenshot
 from tests.elitr_core.run_helpers import MEETINGS, set_transcripts
 
 
@@ -43,13 +43,10 @@ def runs_db(bundled_sqlite: str) -> str:
 
 def test_runs_page_in_chromium(runs_db: str, streamlit_server: str, browser: object,
                                wait_for_text: Callable[..., None]) -> None:
-    from selenium.webdriver.common.by import By
 
     browser.get(streamlit_server)  # type: ignore[attr-defined]
-    wait_for_text(browser, "ELITR-Bench dashboard", "Runs")
-    link = browser.find_element(  # type: ignore[attr-defined]
-        By.CSS_SELECTOR, "a[href$='/runs']")
-    link.click()
+    wait_for_text(browser, "ELITR-Bench dashboard")
+    follow_nav_link(browser, "Runs")
     wait_for_text(browser, "Generation runs", "LLM judges", "Unparsable judgments",
                   "Start a background job")
     path = screenshot(browser, "runs", settle=3.0)

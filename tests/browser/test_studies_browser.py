@@ -12,7 +12,7 @@ from db.models import Assignment, Evaluator, Score
 from db.transaction import reading, writing
 from elitr_core.annotation.studies import StudySpec, create_study, join_prolific, submit
 from elitr_core.data.database import open_database
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import follow_nav_link, screenshot
 
 STUDY = "silver-test2"
 MEETINGS = ("meeting_en_test2_001", "meeting_en_test2_002")
@@ -57,8 +57,8 @@ def test_studies_page_in_chromium(study_db: str, streamlit_server: str, browser:
     from selenium.webdriver.common.by import By
 
     browser.get(streamlit_server)  # type: ignore[attr-defined]
-    wait_for_text(browser, "ELITR-Bench dashboard", "Studies")
-    browser.find_element(By.CSS_SELECTOR, "a[href$='/studies']").click()  # type: ignore[attr-defined]
+    wait_for_text(browser, "ELITR-Bench dashboard")
+    follow_nav_link(browser, "Studies")
     wait_for_text(browser, "Progress per annotator", "Units short of annotators",
                   "Quality control", "Agreement of the study's annotators",
                   f"silver-human:{STUDY}", "Krippendorff's alpha")
@@ -81,6 +81,14 @@ def _grid_headers(grid: object) -> list[str]:
             for h in grid.find_elements("css selector", "th")]  # type: ignore[attr-defined]
 
 
+def _click(browser: object, element: object) -> None:
+    """Click ``element`` scrolled to the window's middle: Selenium's own scroll puts it at the
+    top edge, under the navigation bar (which then receives the click)."""
+    browser.execute_script(  # type: ignore[attr-defined]
+        "arguments[0].scrollIntoView({block: 'center'})", element)
+    element.click()  # type: ignore[attr-defined]
+
+
 def test_studies_at_1366x768_flags_links_and_closing(
     study_db: str, streamlit_server: str, browser: object, wait_for_text: Callable[..., None],
 ) -> None:
@@ -95,13 +103,14 @@ def test_studies_at_1366x768_flags_links_and_closing(
     wait_for_text(browser, "Quality control", "Krippendorff's alpha")
     grid = browser.find_element(By.XPATH, "//h3[contains(., 'Quality control')]"  # type: ignore[attr-defined]
                                 "/following::*[@data-testid='stDataFrame'][1]")
-    browser.execute_script("arguments[0].scrollIntoView()", grid)  # type: ignore[attr-defined]
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", grid)  # type: ignore[attr-defined]
     time.sleep(2.0)
     headers = _grid_headers(grid)
     assert "flags" in headers, headers  # in view, not cut off at 1366 px
     screenshot(browser, "studies-1366-quality")
     # Annotators -> Add annotator: the full link from the address this browser uses
-    browser.find_element(By.XPATH, "//*[@role='tab'][contains(., 'Annotators')]").click()  # type: ignore[attr-defined]
+    _click(browser, browser.find_element(  # type: ignore[attr-defined]
+        By.XPATH, "//*[@role='tab'][contains(., 'Annotators')]"))
     name = WebDriverWait(browser, 30).until(lambda d: d.find_element(  # type: ignore[attr-defined]
         By.XPATH, "//input[@aria-label='Annotator name']"))
     name.send_keys("Alice")
@@ -114,7 +123,8 @@ def test_studies_at_1366x768_flags_links_and_closing(
     assert block.find_elements(By.XPATH, "./ancestor::*[@data-testid][1]//button")
     screenshot(browser, "studies-annotator-link")
     # Status -> Close the study: asks first, then closes
-    browser.find_element(By.XPATH, "//*[@role='tab'][contains(., 'Status')]").click()  # type: ignore[attr-defined]
+    _click(browser, browser.find_element(  # type: ignore[attr-defined]
+        By.XPATH, "//*[@role='tab'][contains(., 'Status')]"))
     close = WebDriverWait(browser, 30).until(lambda d: d.find_element(  # type: ignore[attr-defined]
         By.XPATH, "//button[.//p[text()='Close the study']]"))
     close.click()

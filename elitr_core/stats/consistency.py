@@ -89,8 +89,9 @@ def self_consistency(df: pd.DataFrame, judge: str, human: str, n_bootstrap: int 
         except DegenerateDataError as error:  # a constant judge mean or human: r undefined
             out.append((judge, human, "pearson", m, 0, float("nan"), None, None, str(error)))
             continue
+        # a constant judge mean or human now comes back as an empty row with its note
         out.append((judge, human, "pearson", m, int(r["n"]), float(r["r"]), r["ci_low"],
-                    r["ci_high"], ""))
+                    r["ci_high"], str(r.get("note", "") or "")))
     table = pd.DataFrame(out, columns=list(CONSISTENCY_COLUMNS))
     for column in ("ci_low", "ci_high"):
         table[column] = table[column].astype("Float64")

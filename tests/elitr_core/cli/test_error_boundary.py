@@ -97,7 +97,9 @@ def test_postgresql_fails_in_the_middle_of_an_import(
     monkeypatch.setattr(bulk.ScoreStaging, "write", failing)
     assert main(["import", _csv(tmp_path), "--db", pg_url]) == 2
     err = capsys.readouterr().err
-    _one_line(err, "the database failed in the middle of the command (")
+    # db/faults names the fault and says what happened to the import's one transaction
+    _one_line(err, "the connection to the database was lost (")
+    assert "run the same command again" in err and "was rolled back" in err
     assert "INSERT" not in err and "SELECT" not in err
     if fault is _kill_connection:
         assert snapshot(pg_url) == before

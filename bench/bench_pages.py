@@ -285,7 +285,8 @@ def main() -> int:
         _print("Server time of one script run (AppTest)",
                {label: r["server"] for label, r in results.items()})
         if args.browser:
-            _print("In Chromium: sidebar click (first, warm) or full reload, to finished page",
+            _print("In Chromium: navigation click (first, warm; the top bar opens its menu "
+                   "untimed), first tab or full reload, to finished page",
                    {label: r["browser"] for label, r in results.items()})
         print("(! = the page raised in that tree)")
     finally:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from elitr_core.export import figures, views
 from elitr_core.stats import agreement, icc
+from elitr_core.stats.frame import by_named_annotator
 from pages import warm
 from pages.auth_ui import RESEARCHER, require_role
 from pages.data import (
@@ -55,7 +56,7 @@ def default_pair(evaluators: list[str]) -> tuple[str, str]:
 def icc_raters(scores: Any, evaluators: list[str]) -> str:
     """Who the raters of the ICC table are: the evaluators, then each human pool's annotators
     when it has individual scores; the ``raters`` column says which a row is."""
-    named = scores[scores["annotator"].notna() & (scores["annotator"].astype("string") != "")]
+    named = by_named_annotator(scores)
     text = (f"Raters 'evaluators': the {len(evaluators)} evaluators ({', '.join(evaluators)}); "
             "targets: the responses all of them scored")
     if not named.empty:

@@ -19,6 +19,7 @@ from elitr_core.export.judge_audit import (
     AuditOptions,
     audit_table,
 )
+from elitr_core.stats.frame import by_named_annotator
 from elitr_core.vocab import (
     EXPORT_COLUMNS,
     TABLE_NAMES,  # re-exported: the names live in vocab
@@ -54,7 +55,7 @@ def _icc(df: pd.DataFrame, options: TableOptions) -> pd.DataFrame:
     from elitr_core.errors import DegenerateDataError
     from elitr_core.stats import icc
 
-    individual = df[df["annotator"].notna() & (df["annotator"].astype("string") != "")]
+    individual = by_named_annotator(df)
     pools = sorted(individual["evaluator"].unique())
     blocks: list[tuple[str, tuple[str, ...], Callable[[], pd.DataFrame]]] = []
     if df["evaluator"].nunique() >= 2 or not pools:
@@ -119,7 +120,7 @@ def _per_pool(df: pd.DataFrame, o: TableOptions, which: int) -> pd.DataFrame:
     from elitr_core.errors import DegenerateDataError
     from elitr_core.stats import dawid_skene as ds
 
-    named = df[df["annotator"].notna() & (df["annotator"].astype("string") != "")]
+    named = by_named_annotator(df)
     pools = [p for p in pd.unique(named["evaluator"]) if p != o.reference or which < 2]
     if not pools:
         raise UserError("no evaluator with named annotators here: the silver aggregate needs a "

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from elitr_core.errors import DegenerateDataError, UserError
-from elitr_core.stats.frame import RESPONSE_KEY, check_columns
+from elitr_core.stats.frame import RESPONSE_KEY, by_named_annotator, check_columns
 from elitr_core.vocab import EXPORT_COLUMNS
 
 _EPS = 1e-10
@@ -107,8 +107,7 @@ def _individual(df: pd.DataFrame, evaluator: str) -> pd.DataFrame:
     """``evaluator``'s scores by named annotators (its aggregate rows left out)."""
     check_columns(df, [*RESPONSE_KEY, "evaluator", "annotator", "score"])
     rows = df[(df["evaluator"] == evaluator) & df["score"].notna()]
-    named = rows["annotator"].notna() & (rows["annotator"].astype("string") != "")
-    rows = rows[named]
+    rows = by_named_annotator(rows)
     if rows.empty:
         raise UserError(f"{evaluator} has no score of a named annotator here: the silver "
                         "aggregate needs a study's individual scores (silver-human:STUDY)")

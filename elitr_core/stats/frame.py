@@ -87,6 +87,12 @@ def _mean_by(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return out
 
 
+def by_named_annotator(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``df`` scored by a named annotator (a human pool's individual scores), not
+    an aggregate row (no annotator, or an empty name)."""
+    return df[df["annotator"].notna() & (df["annotator"].astype("string") != "")]
+
+
 def per_response(df: pd.DataFrame) -> pd.DataFrame:
     """One score per (response, evaluator).
 

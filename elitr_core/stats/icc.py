@@ -27,6 +27,7 @@ import pingouin
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.frame import (
     RESPONSE_KEY,
+    by_named_annotator,
     check_columns,
     check_not_empty,
     per_response,
@@ -287,8 +288,7 @@ def _annotator_rows(df: pd.DataFrame, evaluator: str) -> pd.DataFrame:
     """Individual annotator scores of a human pool, one per (response, annotator)."""
     check_columns(df, [*RESPONSE_KEY, "evaluator", "annotator", "score"])
     pool = df[(df["evaluator"] == evaluator) & df["score"].notna()]
-    named = pool["annotator"].notna() & (pool["annotator"].astype("string") != "")
-    pool = pool[named]
+    pool = by_named_annotator(pool)
     if pool.empty:
         raise DegenerateDataError(
             f"no individual annotator score for {evaluator} (only aggregate rows, or none): "

@@ -256,7 +256,6 @@ def _check_prompt_flags(args: argparse.Namespace) -> None:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Run or resume one generation run; print a summary."""
     from elitr_core.backends.base import DecodingConfig
-    from elitr_core.data.database import open_database
     from elitr_core.generation.runs import GenerationSpec, generate_run
 
     _check_prompt_flags(args)
@@ -285,28 +284,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
         context=args.context, top_k=args.top_k, chunk_tokens=args.chunk_tokens,
         interleave=_interleaving(args),
     ).checked()
-    _setup_logging(args.log)
-    engine = open_database(args.db)
-    backend = _backend(args, args.model)
-    startup.started()
-    try:
-        report = generate_run(engine, spec, backend, progress=TqdmProgress("answer"))
-    finally:
-        _close(backend, args.log)
-    for line in (report.summary(), report.altered_line()):
-        if line:
-            print(line)
-    return 0
+    return _run_pass(args, args.model, generate_run, spec, "answer")
 
 
-def _judge_pass(args: argparse.Namespace, run: Any, spec: Any, unit: str) -> int:
-    """Run ``run(engine, spec, backend, progress=...)`` with the command's backend; print it."""
+def _run_pass(args: argparse.Namespace, model: str, run: Any, spec: Any, unit: str) -> int:
+    """Run ``run(engine, spec, backend, progress=...)`` (a generation run or a judge pass)
+    with the command's backend for ``model``; print its summary and its altered line."""
     from elitr_core.data.database import open_database
 
-    spec.check()
     _setup_logging(args.log)
     engine = open_database(args.db)
-    backend = _backend(args, args.judge_model)
+    backend = _backend(args, model)
     startup.started()
     try:
         report = run(engine, spec, backend, progress=TqdmProgress(unit))
@@ -320,24 +308,30 @@ def _judge_pass(args: argparse.Namespace, run: Any, spec: Any, unit: str) -> int
 
 def cmd_judge(args: argparse.Namespace) -> int:
     """Run one judge pass (absolute, or pairwise for cream/battle); print a summary."""
+    spec: Any
+    run: Any
     if args.style in PAIRWISE_STYLES:
         from elitr_core.judging.pairs import PairwiseSpec
         from elitr_core.judging.pairwise_runner import pairwise_judge_run
 
-        pairwise = PairwiseSpec(
+        spec = PairwiseSpec(
             judge_model=args.judge_model, style=args.style, evaluator=args.evaluator,
             models=tuple(args.model or ()), baseline=args.baseline,
             pairs_per_question=args.pairs_per_question, split=args.split, setting=args.setting,
             mode=args.mode, language=args.language, samples=args.samples, seed=args.seed,
             max_key_facts=args.max_key_facts, max_new_tokens=args.max_new_tokens)
-        return _judge_pass(args, pairwise_judge_run, pairwise, "call")
-    from elitr_core.judging.runner import JudgeSpec, judge_run
+        run, unit = pairwise_judge_run, "call"
+    else:
+        from elitr_core.judging.runner import JudgeSpec, judge_run
 
-    if args.baseline or args.pairs_per_question is not None:
-        raise UserError("--baseline and --pairs-per-question apply to --style cream or battle")
-    spec = JudgeSpec(
-        judge_model=args.judge_model, style=args.style, evaluator=args.evaluator,
-        models=tuple(args.model or ()), split=args.split, setting=args.setting, mode=args.mode,
-        language=args.language, samples=args.samples, seed=args.seed,
-        max_new_tokens=args.max_new_tokens)
-    return _judge_pass(args, judge_run, spec, "judgment")
+        if args.baseline or args.pairs_per_question is not None:
+            raise UserError("--baseline and --pairs-per-question apply to --style cream or "
+                            "battle")
+        spec = JudgeSpec(
+            judge_model=args.judge_model, style=args.style, evaluator=args.evaluator,
+            models=tuple(args.model or ()), split=args.split, setting=args.setting,
+            mode=args.mode, language=args.language, samples=args.samples, seed=args.seed,
+            max_new_tokens=args.max_new_tokens)
+        run, unit = judge_run, "judgment"
+    spec.check()  # before the backend loads
+    return _run_pass(args, args.judge_model, run, spec, unit)

@@ -27,7 +27,7 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt requirements-models.txt
 # development machines) Python would otherwise compile every module of elitr_core and db at each command's
 # start (~0.08 s). Only changed files are compiled again.
 bytecode: $(VENV)/.runtime
-	@$(PY) -m compileall -q -j 0 elitr_core db pages app.py server.py >/dev/null
+	@$(PY) -m compileall -q -j 0 elitr_core db ui pages app.py server.py >/dev/null
 
 setup: $(VENV)/.runtime bytecode
 setup-dev: $(VENV)/.dev bytecode

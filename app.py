@@ -4,14 +4,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.auth_ui import (
+from ui.auth_ui import (
     NEXT_PAGE_KEY,
     RESEARCHER,
     auth_configured,
     log_out_control,
     resolve_role,
 )
-from pages.navigation import ANNOTATOR_PAGES, LOGIN_PAGES, RESEARCHER_PAGES
+from ui.navigation import ANNOTATOR_PAGES, LOGIN_PAGES, RESEARCHER_PAGES
 
 st.set_page_config(page_title="ELITR-Bench dashboard", page_icon=":bar_chart:", layout="wide")
 

@@ -89,9 +89,9 @@ async def session_end(request: Request) -> Response:
 @asynccontextmanager
 async def lifespan(_app: object) -> AsyncIterator[None]:
     """Once the runtime is up (its caches exist): import the statistics and figure stack and
-    compute the analysis pages' default views in a background thread (``pages.warm``), so that
+    compute the analysis pages' default views in a background thread (``ui.warm``), so that
     the first visit of a page does not pay for them."""
-    from pages.warm import start
+    from ui.warm import start
 
     start()
     yield
@@ -130,7 +130,7 @@ def _navigation_only() -> None:
 _no_uvicorn_proxy_headers()
 _navigation_only()
 _pool_fits()
-settings.announce_session_routes()  # pages/auth_ui.session_routes: the routes exist
+settings.announce_session_routes()  # ui/auth_ui.session_routes: the routes exist
 ROUTES = [Route("/session/start", session_start),
           Route("/session/end", session_end, methods=["GET", "POST"])]
 # the gate also refuses the WebSocket and these routes to pages of any other origin

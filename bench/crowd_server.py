@@ -112,7 +112,7 @@ def _free_port() -> int:
 @contextmanager
 def server(root: Path, url: str, log: Path, args: list[str]) -> Iterator[tuple[str, int]]:
     """``streamlit run server.py`` of the tree at ``root`` (``args`` added); yield (URL, pid)
-    once it answers and its start-up work (pages.warm) has gone quiet."""
+    once it answers and its start-up work (ui.warm) has gone quiet."""
     port = _free_port()
     script = "server.py" if (root / "server.py").exists() else "app.py"
     with log.open("w") as out:

@@ -10,9 +10,9 @@ import streamlit as st
 from elitr_core.export import figures, views
 from elitr_core.stats import agreement, icc
 from elitr_core.stats.frame import by_named_annotator
-from pages import warm
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import (
+from ui import warm
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import (
     cached_figure,
     clear_caches,
     computed,
@@ -20,14 +20,14 @@ from pages.data import (
     scores_frame,
     store_metrics,
 )
-from pages.defaults import DEFAULT_HUMAN, DEFAULT_JUDGE, Defaults, View, declare_views
-from pages.downloads import download_table
-from pages.figures import show_figure
-from pages.filters import LEFT_OUT_KEY, cli_arguments, describe, narrowing, sidebar_filters
-from pages.messages import guarded, shown
-from pages.state import kept, open_tab
-from pages.tables import show_table, show_table_and_notes
-from pages.text import code_span, md, plain
+from ui.defaults import DEFAULT_HUMAN, DEFAULT_JUDGE, Defaults, View, declare_views
+from ui.downloads import download_table
+from ui.figures import show_figure
+from ui.filters import LEFT_OUT_KEY, cli_arguments, describe, narrowing, sidebar_filters
+from ui.messages import guarded, shown
+from ui.state import kept, open_tab
+from ui.tables import show_table, show_table_and_notes
+from ui.text import code_span, md, plain
 
 METHOD_KEY = "agreement.method"
 A_KEY = "agreement.evaluator_a"

@@ -26,10 +26,10 @@ from elitr_core.annotation.studies import item_view, queue_view, submit, take_an
 from elitr_core.annotation.tour import mark_tour_seen, tour_seen
 from elitr_core.data.database import reading, writing
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
-from pages.auth_ui import ANNOTATOR, ENTRY_KEY, require_role
-from pages.data import get_engine_or_stop
-from pages.messages import guarded
-from pages.text import code_span, md, plain
+from ui.auth_ui import ANNOTATOR, ENTRY_KEY, require_role
+from ui.data import get_engine_or_stop
+from ui.messages import guarded
+from ui.text import code_span, md, plain
 
 POSITION_KEY = "annotate.position"  # queue position shown, None = end screen
 SHOWN_KEY = "annotate.shown"  # (position, monotonic time it was first shown)

@@ -8,15 +8,15 @@ import streamlit as st
 from elitr_core.data.database import reading
 from elitr_core.export import pairwise, pairwise_figures
 from elitr_core.stats.pairwise import defined_criteria
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import cached_figure, database_url, engine, score_cache
-from pages.defaults import Defaults, View, declare_views
-from pages.downloads import download_figure, download_table
-from pages.filters import cli_arguments, describe, sidebar_filters
-from pages.messages import shown
-from pages.state import kept
-from pages.tables import show_table
-from pages.text import code_span, md, plain
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import cached_figure, database_url, engine, score_cache
+from ui.defaults import Defaults, View, declare_views
+from ui.downloads import download_figure, download_table
+from ui.filters import cli_arguments, describe, sidebar_filters
+from ui.messages import shown
+from ui.state import kept
+from ui.tables import show_table
+from ui.text import code_span, md, plain
 
 JUDGE_KEY = "battles.judge"
 CRITERION_KEY = "battles.criterion"

@@ -6,16 +6,16 @@ import streamlit as st
 
 from elitr_core.export import figures, views
 from elitr_core.export.figures import MIN_BIN_FOR_INTERVAL
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import cached_figure, export_table, scores_frame
-from pages.defaults import DEFAULT_HUMAN, Defaults, View, declare_views
-from pages.downloads import download_table
-from pages.figures import show_figure
-from pages.filters import cli_arguments, describe, narrowing, sidebar_filters
-from pages.messages import shown
-from pages.state import kept
-from pages.tables import show_table
-from pages.text import code_span, plain
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import cached_figure, export_table, scores_frame
+from ui.defaults import DEFAULT_HUMAN, Defaults, View, declare_views
+from ui.downloads import download_table
+from ui.figures import show_figure
+from ui.filters import cli_arguments, describe, narrowing, sidebar_filters
+from ui.messages import shown
+from ui.state import kept
+from ui.tables import show_table
+from ui.text import code_span, plain
 
 REFERENCE_KEY = "calibration.reference"
 TITLE = "Calibration"

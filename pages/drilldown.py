@@ -8,9 +8,9 @@ import streamlit as st
 
 from elitr_core.export import figures, views
 from elitr_core.vocab import ANSWER_POSITION_NAMES, ANSWER_POSITIONS, ANSWER_POSITIONS_NOTE
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import cached_figure, export_table, question_table_frame, scores_frame
-from pages.defaults import (
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import cached_figure, export_table, question_table_frame, scores_frame
+from ui.defaults import (
     DEFAULT_HUMAN,
     DEFAULT_JUDGE,
     DEFAULT_MODEL,
@@ -18,14 +18,14 @@ from pages.defaults import (
     View,
     declare_views,
 )
-from pages.detail import response_detail
-from pages.downloads import download_table
-from pages.figures import show_figure
-from pages.filters import describe, sidebar_filters
-from pages.messages import shown
-from pages.state import kept, open_tab
-from pages.tables import selected_row, show_table
-from pages.text import md, plain
+from ui.detail import response_detail
+from ui.downloads import download_table
+from ui.figures import show_figure
+from ui.filters import describe, sidebar_filters
+from ui.messages import shown
+from ui.state import kept, open_tab
+from ui.tables import selected_row, show_table
+from ui.text import md, plain
 
 MODEL_KEY = "drilldown.model"
 FACET_KEY = "drilldown.facet"

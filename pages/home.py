@@ -6,11 +6,11 @@ import streamlit as st
 from elitr_core.data.browse import meetings, overview_counts, runs_per_model, scores_per_evaluator
 from elitr_core.data.database import reading
 from elitr_core.vocab import setting_mode_label
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import get_engine_or_stop
-from pages.preload import preload_elements
-from pages.tables import show_table
-from pages.text import plain
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import get_engine_or_stop
+from ui.preload import preload_elements
+from ui.tables import show_table
+from ui.text import plain
 
 require_role(RESEARCHER)  # checked on the server by every page, not only app.py
 

@@ -9,9 +9,9 @@ from elitr_core.export.judge_audit import NEEDS_SPANS, AuditOptions, ppi_ranking
 from elitr_core.stats.intervals import small_sample_warning
 from elitr_core.stats.recalibration import recalibrated_scores
 from elitr_core.vocab import ANSWER_POSITIONS_NOTE
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import cached_figure, computed, export_table, scores_frame
-from pages.defaults import (
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import cached_figure, computed, export_table, scores_frame
+from ui.defaults import (
     DEFAULT_BUDGET,
     DEFAULT_HALF_WIDTH,
     DEFAULT_HUMAN,
@@ -20,13 +20,13 @@ from pages.defaults import (
     View,
     declare_views,
 )
-from pages.downloads import download_table
-from pages.figures import show_figure
-from pages.filters import describe, export_command, sidebar_filters
-from pages.messages import shown
-from pages.state import kept, open_tab
-from pages.tables import show_table
-from pages.text import code_span, plain
+from ui.downloads import download_table
+from ui.figures import show_figure
+from ui.filters import describe, export_command, sidebar_filters
+from ui.messages import shown
+from ui.state import kept, open_tab
+from ui.tables import show_table
+from ui.text import code_span, plain
 
 JUDGE_KEY = "audit.judge"
 HUMAN_KEY = "audit.human"

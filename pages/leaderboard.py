@@ -10,16 +10,16 @@ from elitr_core.export import figures, views
 from elitr_core.export.groups import parse_groups
 from elitr_core.stats.leaderboard import board_wide
 from elitr_core.vocab import ANSWER_POSITIONS_NOTE, LEADERBOARD_MEAN_NOTE
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import cached_figure, export_table, score_cache
-from pages.defaults import DEFAULT_JUDGE, Defaults, View, declare_views
-from pages.downloads import download_table
-from pages.figures import show_figure
-from pages.filters import cli_arguments, describe, export_command, sidebar_filters
-from pages.messages import shown
-from pages.state import kept, open_tab
-from pages.tables import show_table
-from pages.text import code_span, md, plain
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import cached_figure, export_table, score_cache
+from ui.defaults import DEFAULT_JUDGE, Defaults, View, declare_views
+from ui.downloads import download_table
+from ui.figures import show_figure
+from ui.filters import cli_arguments, describe, export_command, sidebar_filters
+from ui.messages import shown
+from ui.state import kept, open_tab
+from ui.tables import show_table
+from ui.text import code_span, md, plain
 
 EVALUATOR_KEY = "leaderboard.evaluator"
 SPLIT_KEY = "leaderboard.figure_split"

@@ -19,7 +19,7 @@ from elitr_core.annotation.sessions import (
     start_session,
 )
 from elitr_core.data.database import writing
-from pages.auth_ui import (
+from ui.auth_ui import (
     NEXT_PAGE_KEY,
     RESEARCHER,
     client_address,
@@ -27,10 +27,10 @@ from pages.auth_ui import (
     oidc_configured,
     session_routes,
 )
-from pages.data import get_engine_or_stop
-from pages.messages import guarded
-from pages.state import ROLE_KEY
-from pages.text import plain
+from ui.data import get_engine_or_stop
+from ui.messages import guarded
+from ui.state import ROLE_KEY
+from ui.text import plain
 
 st.title("ELITR-Bench dashboard")
 st.caption("Researchers log in here. Annotators: open the personal link you were given.")

@@ -6,12 +6,12 @@ import streamlit as st
 from elitr_core.data.browse import meeting_browser, meetings
 from elitr_core.data.database import reading
 from elitr_core.vocab import ANSWER_POSITION_NAMES
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import get_engine_or_stop
-from pages.detail import response_detail
-from pages.state import kept
-from pages.tables import selected_row, show_table
-from pages.text import md
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import get_engine_or_stop
+from ui.detail import response_detail
+from ui.state import kept
+from ui.tables import selected_row, show_table
+from ui.text import md
 
 require_role(RESEARCHER)  # checked on the server by every page, not only app.py
 

@@ -11,12 +11,12 @@ from elitr_core.errors import UserError
 from elitr_core.generation import jobs, preflight
 from elitr_core.generation import status as run_status
 from elitr_core.vocab import INTERLEAVE_KS, JUDGE_STYLES, LANGUAGES, PAIRWISE_STYLES
-from pages import warm
-from pages.auth_ui import RESEARCHER, require_role
-from pages.data import clear_caches, get_engine_or_stop
-from pages.messages import guarded
-from pages.tables import show_table
-from pages.text import code_span, md, message, plain
+from ui import warm
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import clear_caches, get_engine_or_stop
+from ui.messages import guarded
+from ui.tables import show_table
+from ui.text import code_span, md, message, plain
 
 GOING_KEY = "runs.going"
 #: the form's backends: a real one first, the demo backend ``fake`` last (never a default)

@@ -35,18 +35,18 @@ from elitr_core.data.browse import ScoreFilter, list_studies, meetings, runs_per
 from elitr_core.data.database import reading, writing
 from elitr_core.errors import UserError
 from elitr_core.vocab import ATTENTION_RATE_DEFAULT, ATTENTION_RATE_LABEL
-from pages.auth_ui import RESEARCHER, public_base_url, require_role
-from pages.data import (
+from ui.auth_ui import RESEARCHER, public_base_url, require_role
+from ui.data import (
     database_url,
     export_table,
     forget_scores,
     get_engine_or_stop,
     score_cache,
 )
-from pages.downloads import download_table
-from pages.messages import guarded, shown
-from pages.tables import show_table, show_table_and_notes
-from pages.text import code_span, md, plain
+from ui.downloads import download_table
+from ui.messages import guarded, shown
+from ui.tables import show_table, show_table_and_notes
+from ui.text import code_span, md, plain
 
 SELECTED_KEY = "studies.selected"
 MESSAGE_KEY = "studies.message"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("elitr_core", "db", "pages")
+PACKAGES = ("elitr_core", "db", "pages", "ui")
 #: Top-level scripts: ``app.py`` (navigation) and ``server.py`` (``streamlit run`` entry with
 #: the session-cookie routes); they sit with the pages, above the core.
 ENTRY_POINTS = ("app", "server")
@@ -61,11 +61,12 @@ SOURCES = _sources()
 #: (importer prefix, forbidden import prefixes, why)
 RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("pages", ("db", "sqlmodel", "sqlalchemy"), "pages talk to elitr_core only"),
+    ("ui", ("db", "sqlmodel", "sqlalchemy"), "page helpers talk to elitr_core only"),
     ("app", ("db", "sqlmodel", "sqlalchemy"), "app.py talks to elitr_core only"),
     ("server", ("db", "sqlmodel", "sqlalchemy"), "server.py talks to elitr_core only"),
-    ("elitr_core", ("streamlit", "pages", *ENTRY_POINTS),
+    ("elitr_core", ("streamlit", "pages", "ui", *ENTRY_POINTS),
      "the core runs headless (CLI, GPU jobs)"),
-    ("db", ("elitr_core", "pages", "streamlit"), "db is the bottom layer"),
+    ("db", ("elitr_core", "pages", "ui", "streamlit"), "db is the bottom layer"),
     ("elitr_core.stats", ("db", "sqlmodel", "sqlalchemy", "streamlit", "elitr_core.data",
                           "elitr_core.generation", "elitr_core.judging", "elitr_core.annotation",
                           "elitr_core.export", "elitr_core.cli", "elitr_core.backends",
@@ -213,7 +214,7 @@ def test_the_sql_check_sees_statements(tmp_path: Path) -> None:
 
 def test_pages_import_only_the_core() -> None:
     """Of the project, pages and the entry points import ``elitr_core`` (and each other)."""
-    above = ("pages", *ENTRY_POINTS)
+    above = ("pages", "ui", *ENTRY_POINTS)
     offences = sorted(
         f"{module} imports {name}"
         for module, path in SOURCES.items() if _folder(module) in above

@@ -7,7 +7,7 @@ text. A model, evaluator, meeting or judge name comes from an imported file, so
 :func:`plain_figure` escapes every string of a finished figure (its data and its layout) the
 way Plotly reads them, ``&lt;`` for ``<`` and so on, keeping only the line breaks (``<br>``) and
 the hover box's ``<extra>`` that the figure builders write themselves. Every figure a page
-draws or offers for download passes through it (``pages.data.cached_figure``).
+draws or offers for download passes through it (``ui.data.cached_figure``).
 
 Hand-written: Plotly has no option to turn its pseudo-HTML off, and ``html.escape`` would also
 escape the builders' own ``<br>``.

@@ -42,7 +42,7 @@ def running_server(database_url: str, log_path: Path,
                    env: dict[str, str] | None = None) -> Iterator[str]:
     """``streamlit run server.py`` (what ``make run`` starts) on a free port; yield its URL."""
     port = _free_port()
-    # no start-up warm-up (pages.warm): it would compete with the browser for the 2 cores
+    # no start-up warm-up (ui.warm): it would compete with the browser for the 2 cores
     full_env = {**os.environ, "DATABASE_URL": database_url, "ELITR_WARM": "0", **(env or {})}
     log = log_path.open("w")
     proc = subprocess.Popen(
@@ -153,10 +153,10 @@ def screenshot(driver: object, name: str, *, settle: float = 2.0) -> Path:
 
 def follow_nav_link(driver: object, title: str, timeout: float = 120) -> None:
     """Open the page ``title`` through the top navigation bar, as a user does: its section's
-    menu (``pages.navigation.RESEARCHER_PAGES``), then the page's link."""
+    menu (``ui.navigation.RESEARCHER_PAGES``), then the page's link."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from pages.navigation import RESEARCHER_PAGES
+    from ui.navigation import RESEARCHER_PAGES
 
     section = next(name for name, entries in RESEARCHER_PAGES.items()
                    if any(t == title for _, t, _ in entries))

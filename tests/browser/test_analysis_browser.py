@@ -20,7 +20,7 @@ PAGES = {
     "Model drilldown": ("Model drilldown", "Lost in the middle", "Largest disagreements"),
     "Judge audit": ("PPI leaderboard", "Budget planner", "Sampling designs", "Judge effects"),
 }
-# a tab drawn only once clicked (pages.state.open_tab): label, texts it then shows
+# a tab drawn only once clicked (ui.state.open_tab): label, texts it then shows
 TABS = {
     "Agreement": ("Two evaluators", ("Responses both scored", "390",
                                      "Bias of gpt-4 relative to gold-human per model")),

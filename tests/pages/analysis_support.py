@@ -55,7 +55,7 @@ def open_page(db_url: str, monkeypatch: pytest.MonkeyPatch, page: str) -> AppTes
 
 
 def open_tab(at: AppTest, key: str, label: str) -> AppTest:
-    """Select the tab ``label`` of the tabs with this key (``pages.state.open_tab``) and rerun,
+    """Select the tab ``label`` of the tabs with this key (``ui.state.open_tab``) and rerun,
     as a click on the tab does."""
     at.session_state[key] = label
     return at.run()

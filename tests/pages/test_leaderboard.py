@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages.filters import EVALUATORS_KEY, SPLIT_KEY
 from tests.pages.analysis_support import (
     cli_export,
     download_bytes,
@@ -20,6 +19,7 @@ from tests.pages.analysis_support import (
     open_tab,
     set_filters,
 )
+from ui.filters import EVALUATORS_KEY, SPLIT_KEY
 
 SECTION = "leaderboard.section"
 

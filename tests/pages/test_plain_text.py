@@ -1,11 +1,11 @@
 """No page hands imported text to a Streamlit element that renders Markdown, except through
-``pages.text`` (issue 19, item 5).
+``ui.text`` (issue 19, item 5).
 
-An AST scan of ``app.py`` and ``pages/``: every argument that Streamlit reads as Markdown
+An AST scan of ``app.py``, ``pages/`` and ``ui/``: every argument that Streamlit reads as Markdown
 (the body of ``st.markdown``/``caption``/alerts/headers/``toast``, widget labels, ``help``,
 tab and expander labels, the options and ``format_func`` of radios, pills and segmented
 controls, ``st.metric``'s label, value and delta, ``st.table``) must be a constant, or built
-only from constants, numbers formatted with a format spec, and calls of ``pages.text``'s
+only from constants, numbers formatted with a format spec, and calls of ``ui.text``'s
 ``plain``/``md``/``code_span``. The escaping itself is checked against Streamlit's Markdown in the
 browser test ``tests/browser/test_plain_text_browser.py``; the helper's cases below.
 """
@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from pages.text import Markdown, code_span, md, message, plain
+from ui.text import Markdown, code_span, md, message, plain
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
-HELPER = ROOT / "pages" / "text.py"
+SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")),
+           *sorted((ROOT / "ui").glob("*.py"))]
+HELPER = ROOT / "ui" / "text.py"
 SAFE_CALLS = {"plain", "md", "code_span", "message"}
 # numbers are never Markdown: counts and sizes may be formatted directly
 NUMERIC_CALLS = {"len", "int", "float", "round", "sum", "abs", "min", "max"}
@@ -63,7 +64,7 @@ def _call_name(node: ast.Call) -> str:
 
 def _safe(node: ast.AST | None, names: set[str], markdown_functions: set[str]) -> bool:
     """Whether ``node`` can only produce constant text, numbers, or text escaped by
-    pages.text (directly or through a page function declared ``-> Markdown``)."""
+    ui.text (directly or through a page function declared ``-> Markdown``)."""
     return not _unsafe_leaves(node, names, markdown_functions)
 
 
@@ -166,7 +167,7 @@ def _argument(call: ast.Call, position: int, name: str) -> ast.AST | None:
 
 def unsafe_calls(paths: list[Path]) -> list[str]:
     """``file:line: element: argument`` for every Markdown-rendering call given text that is
-    neither constant nor escaped by pages.text, following parameters from function to caller
+    neither constant nor escaped by ui.text, following parameters from function to caller
     (``open_tab(labels)`` is checked where it is called)."""
     trees = {path: ast.parse(path.read_text(), filename=str(path)) for path in paths}
     markdown_functions = _markdown_functions(list(trees.values()))
@@ -211,7 +212,7 @@ def unsafe_calls(paths: list[Path]) -> list[str]:
 def test_no_page_renders_unescaped_text_as_markdown() -> None:
     found = unsafe_calls([path for path in SOURCES if path != HELPER])
     assert not found, ("Markdown-rendering calls given text that did not go through "
-                       "pages.text (plain/md/code_span):\n" + "\n".join(found))
+                       "ui.text (plain/md/code_span):\n" + "\n".join(found))
 
 
 UNSAFE = ['st.markdown(f"Study {name}")', "st.caption(label)", "st.error(str(exc))",

@@ -16,11 +16,11 @@ from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from elitr_core.export.display import DECIMALS, number_kind
-from pages.navigation import researcher_page_files
 from tests.pages.analysis_support import analysis_app
 from tests.pages.test_battles import judge_all
+from ui.navigation import researcher_page_files
 
-#: the tabs of each page with tabs: their session key (``pages.state.open_tab``)
+#: the tabs of each page with tabs: their session key (``ui.state.open_tab``)
 SECTION_KEYS = {"pages/leaderboard.py": "leaderboard.section",
                 "pages/agreement.py": "agreement.section",
                 "pages/drilldown.py": "drilldown.section", "pages/judge_audit.py": "audit.section"}

@@ -1,4 +1,4 @@
-"""pages.warm: after the warm-up, a first visit of each analysis page computes nothing."""
+"""ui.warm: after the warm-up, a first visit of each analysis page computes nothing."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from elitr_core.export import (
     views,
 )
 from elitr_core.stats import agreement, recalibration
-from pages import warm
-from pages.defaults import page_views
-from pages.navigation import RESEARCHER_PAGES
 from tests.pages.analysis_support import analysis_app, open_tab
 from tests.pages.test_battles import judge_all
+from ui import warm
+from ui.defaults import page_views
+from ui.navigation import RESEARCHER_PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 #: every page of the Analysis section must declare its default views

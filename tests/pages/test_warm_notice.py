@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pages import warm
 from tests.pages.analysis_support import open_page
+from ui import warm
 
 
 def test_an_analysis_page_says_the_server_is_warming_up(

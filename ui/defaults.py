@@ -9,7 +9,7 @@ tabs computes under the default choices::
         yield FIGURE, lambda: cached_figure(figures.leaderboard_bars, board, ...)
         ...
 
-``pages.warm`` reads every page's declaration (:func:`page_views`: it runs the page file only
+``ui.warm`` reads every page's declaration (:func:`page_views`: it runs the page file only
 up to ``declare_views``, which then stops it) and computes the views at server start, so the
 cache keys are the page's own. ``tests/pages/test_warm.py`` visits every tab of every page
 after the warm-up and fails on a view computed anew or a page without a declaration.
@@ -40,7 +40,7 @@ Views = Callable[["Defaults"], Iterable[View]]
 @dataclass(frozen=True)
 class Defaults:
     """The default choices of a first visit: the sidebar's default filters and the evaluators
-    they keep (computed by ``pages.warm``)."""
+    they keep (computed by ``ui.warm``)."""
 
     flt: Any
     evaluators: list[str] = field(default_factory=list)

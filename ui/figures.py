@@ -1,4 +1,4 @@
-"""A figure on a page: built once per builder and arguments (``pages.data.cached_figure``),
+"""A figure on a page: built once per builder and arguments (``ui.data.cached_figure``),
 drawn with its downloads."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 
 import streamlit as st
 
-from pages.data import cached_figure
-from pages.downloads import download_figure
-from pages.messages import shown
+from ui.data import cached_figure
+from ui.downloads import download_figure
+from ui.messages import shown
 
 
 def show_figure(build: Callable[..., Any], *args: Any, name: str, **kwargs: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from elitr_core.errors import UserError
-from pages.text import message
+from ui.text import message
 
 T = TypeVar("T")
 

@@ -1,5 +1,5 @@
 """The app's pages, by role and section: ``app.py`` builds its navigation from these, and
-``pages.warm`` warms the views the researcher pages declare."""
+``ui.warm`` warms the views the researcher pages declare."""
 
 # (file, title, icon) per section. A page appears once its file exists.
 RESEARCHER_PAGES: dict[str, list[tuple[str, str, str]]] = {

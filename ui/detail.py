@@ -9,9 +9,9 @@ import streamlit as st
 
 from elitr_core.export.display import MISSING
 from elitr_core.export.views import FEEDBACK_SUFFIX
-from pages.data import transcript_excerpt
-from pages.messages import guarded
-from pages.text import md, plain
+from ui.data import transcript_excerpt
+from ui.messages import guarded
+from ui.text import md, plain
 
 _LABELS = (("question", "Question"), ("reference", "Reference answer"),
            ("response", "Response"), ("transcript_excerpt", "Transcript excerpt"))

@@ -3,7 +3,7 @@
 key columns first and the rest behind a column picker.
 
 Display only: the CSV/JSON/LaTeX downloads are rendered from the unformatted frame
-(``pages.downloads.download_table``) and stay byte-identical to the CLI. The formatting rules
+(``ui.downloads.download_table``) and stay byte-identical to the CLI. The formatting rules
 themselves live in :mod:`elitr_core.export.display` (pure, tested without Streamlit).
 """
 
@@ -25,7 +25,7 @@ from elitr_core.export.display import (
     styled,
     with_interval_texts,
 )
-from pages.text import md
+from ui.text import md
 
 TEXT_COLUMNS = ("question", "reference", "response")
 LONG_TEXT = 40

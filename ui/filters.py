@@ -16,10 +16,10 @@ import streamlit as st
 
 from elitr_core import settings, vocab
 from elitr_core.data.browse import ScoreFilter
-from pages.data import database_url, engine, score_cache
-from pages.state import FILTERS_KEY
-from pages.text import Markdown, plain
-from pages.warm_progress import warming_line
+from ui.data import database_url, engine, score_cache
+from ui.state import FILTERS_KEY
+from ui.text import Markdown, plain
+from ui.warm_progress import warming_line
 
 SPLIT_KEY = "filters.split"
 SETTING_KEY = "filters.setting"
@@ -152,7 +152,7 @@ def _apply_minimum(flt: ScoreFilter) -> ScoreFilter:
 def with_minimum(flt: ScoreFilter, minimum: int) -> tuple[ScoreFilter, dict[str, int]]:
     """``flt`` without the evaluators that have fewer than ``minimum`` scores under it (when
     Evaluators = all), and those left out with their number of scores."""
-    from pages.data import scores_frame
+    from ui.data import scores_frame
 
     if flt.evaluators or minimum <= 0:
         return flt, {}
@@ -175,7 +175,7 @@ def items_per_evaluator(scores: Any) -> Any:
 
 def default_filters() -> ScoreFilter:
     """The filters an analysis page starts with (everything, less the evaluators under the
-    default minimum number of scores); computed outside a page too (``pages.warm``)."""
+    default minimum number of scores); computed outside a page too (``ui.warm``)."""
     return with_minimum(ScoreFilter(), default_min_scores())[0]
 
 

@@ -12,9 +12,9 @@ import streamlit as st
 from elitr_core import settings
 from elitr_core.annotation.auth import password_configured
 from elitr_core.errors import UserError
-from pages.data import get_engine_or_stop
-from pages.state import ROLE_KEY
-from pages.text import plain
+from ui.data import get_engine_or_stop
+from ui.state import ROLE_KEY
+from ui.text import plain
 
 RESEARCHER = "researcher"
 ANNOTATOR = "annotator"

@@ -1,6 +1,6 @@
-"""How far the start-up warm-up (:mod:`pages.warm`) has got, for the pages: a first visit
-while it runs says so and names the pages not ready yet. Apart from :mod:`pages.warm` because
-the sidebar (:mod:`pages.filters`) reads it while the warm-up reads the sidebar's defaults."""
+"""How far the start-up warm-up (:mod:`ui.warm`) has got, for the pages: a first visit
+while it runs says so and names the pages not ready yet. Apart from :mod:`ui.warm` because
+the sidebar (:mod:`ui.filters`) reads it while the warm-up reads the sidebar's defaults."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ from typing import Any
 import streamlit as st
 
 from elitr_core.errors import UserError
-from pages.data import CACHE_TTL_S
-from pages.filters import file_label
-from pages.text import md, plain
+from ui.data import CACHE_TTL_S
+from ui.filters import file_label
+from ui.text import md, plain
 
 _MIME = {"csv": "text/csv", "json": "application/json", "latex": "application/x-tex",
          "png": "image/png", "svg": "image/svg+xml"}

@@ -14,7 +14,7 @@ import streamlit as st
 
 from elitr_core import settings
 from elitr_core.errors import UserError
-from pages.text import plain
+from ui.text import plain
 
 if TYPE_CHECKING:
     from elitr_core.data.database import Engine

@@ -4,7 +4,7 @@ A user's first visit of Leaderboard, Agreement, Calibration, Model drilldown or 
 then finds the statistics and figures of its first tab in the caches instead of computing them
 (1-2 s each on a small machine, more under load); the other tabs' tables follow. ``server.py``
 calls :func:`start` once Streamlit's runtime is up (the caches are the runtime's). The views are
-the ones each page declares (``pages.defaults.declare_views``), computed with the page's own
+the ones each page declares (``ui.defaults.declare_views``), computed with the page's own
 functions and default choices, so that the cache keys match; a page that opens meanwhile waits
 for the value being computed instead of computing it twice.
 
@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from elitr_core import settings
-from pages.defaults import Defaults, View, page_views
-from pages.warm_progress import PROGRESS as PROGRESS  # re-exported
-from pages.warm_progress import page_title as page_title  # re-exported
-from pages.warm_progress import warming_line as warming_line  # re-exported
+from ui.defaults import Defaults, View, page_views
+from ui.warm_progress import PROGRESS as PROGRESS  # re-exported
+from ui.warm_progress import page_title as page_title  # re-exported
+from ui.warm_progress import warming_line as warming_line  # re-exported
 
 _LOG = logging.getLogger(__name__)
 _STARTED = threading.Event()
@@ -64,7 +64,7 @@ _AGAIN = threading.Lock()
 
 def again() -> threading.Thread | None:
     """Warm the caches once more in the background, at once (after :func:`clear_caches
-    <pages.data.clear_caches>`: new runs or scores), unless a warm-up started so is still going
+    <ui.data.clear_caches>`: new runs or scores), unless a warm-up started so is still going
     or ``ELITR_WARM=0``. A page opened meanwhile waits for a view being computed."""
     if settings.value(WARM_ENV, "1") == "0" or not _AGAIN.acquire(blocking=False):
         return None
@@ -85,7 +85,7 @@ def keep_warm(every: float | None = None, rounds: int | None = None) -> None:
     expire, ``CACHE_TTL_S``), so that a visit after an idle spell finds the default views
     computed too, with data stored meanwhile; ``rounds`` bounds the loop (tests)."""
     if every is None:
-        from pages.data import CACHE_TTL_S
+        from ui.data import CACHE_TTL_S
 
         every = CACHE_TTL_S + 5.0
     done = 0
@@ -146,8 +146,8 @@ def _run(page: str, views: Iterator[View], limit: int | None) -> int:
 def defaults() -> Defaults:
     """A first visit's choices: the sidebar's default filters and the evaluators they keep."""
     from elitr_core.export import views
-    from pages.data import scores_frame
-    from pages.filters import default_filters
+    from ui.data import scores_frame
+    from ui.filters import default_filters
 
     flt = default_filters()
     return Defaults(flt=flt, evaluators=views.evaluators_in(scores_frame(flt)))
@@ -156,7 +156,7 @@ def defaults() -> Defaults:
 def declared_views(d: Defaults) -> list[tuple[str, Iterator[View]]]:
     """(page file, its declared views under ``d``) for every researcher page that declares
     views, in menu order."""
-    from pages.navigation import researcher_page_files
+    from ui.navigation import researcher_page_files
 
     out = []
     for file in researcher_page_files():

@@ -212,16 +212,53 @@ def test_the_sql_check_sees_statements(tmp_path: Path) -> None:
                                        "line 4: session.exec(...)"]
 
 
-def test_pages_import_only_the_core() -> None:
-    """Of the project, pages and the entry points import ``elitr_core`` (and each other)."""
-    above = ("pages", "ui", *ENTRY_POINTS)
-    offences = sorted(
-        f"{module} imports {name}"
-        for module, path in SOURCES.items() if _folder(module) in above
-        for name in set(_imports(path))
-        if name.split(".")[0] in (*PACKAGES, *ENTRY_POINTS)
-        and name.split(".")[0] not in ("elitr_core", *above))
+#: Of the project, the rooms each room above the core may import: a page the page helpers and
+#: the core, a page helper the core (and the other helpers), the entry points the same as a page.
+#: Nothing imports a page: Streamlit runs it as a script (by its path, from ``ui.navigation``).
+ABOVE_THE_CORE: dict[str, tuple[str, ...]] = {
+    "pages": ("ui", "elitr_core"), "ui": ("ui", "elitr_core"),
+    "app": ("ui", "elitr_core"), "server": ("ui", "elitr_core")}
+
+
+def _imports_above(sources: dict[str, Path]) -> Iterator[str]:
+    """The imports of the project's modules that :data:`ABOVE_THE_CORE` forbids, and every
+    import of a page, in ``sources`` (module name -> file)."""
+    project = (*PACKAGES, *ENTRY_POINTS)
+    for module, path in sources.items():
+        room = module.split(".")[0]
+        for name in sorted(set(_imports(path))):
+            top = name.split(".")[0]
+            if top == "pages" or (room in ABOVE_THE_CORE and top in project
+                                  and top not in ABOVE_THE_CORE[room]):
+                yield f"{module} imports {name}"
+
+
+def test_pages_import_only_the_page_helpers_and_the_core() -> None:
+    """Pages import ``ui`` and ``elitr_core``; ``ui`` imports ``elitr_core``; nothing imports a
+    page (the tests and benchmarks neither)."""
+    scripts = {_module_name(path): path
+               for folder in ("tests", "bench") for path in (ROOT / folder).rglob("*.py")}
+    offences = sorted(_imports_above({**SOURCES, **scripts}))
     assert not offences, "\n".join(offences)
+
+
+def test_the_page_check_sees_an_offence(tmp_path: Path) -> None:
+    files = {"pages.home": "from pages.meeting import show\nfrom ui.data import engine\n"
+                           "import elitr_core.vocab\nfrom db import queries\n",
+             "ui.data": "from ui.text import plain\nfrom elitr_core import vocab\n"
+                        "import streamlit\nfrom app import ROOT\n",
+             "ui.warm": "def pages():\n    import pages.leaderboard\n",
+             "elitr_core.x": "from pages import home\n"}
+    sources = {}
+    for module, text in files.items():
+        sources[module] = tmp_path / f"{module}.py"
+        sources[module].write_text(text)
+    assert sorted(_imports_above(sources)) == [
+        "elitr_core.x imports pages", "elitr_core.x imports pages.home",
+        "pages.home imports db", "pages.home imports db.queries",
+        "pages.home imports pages.meeting", "pages.home imports pages.meeting.show",
+        "ui.data imports app", "ui.data imports app.ROOT",
+        "ui.warm imports pages.leaderboard"]
 
 
 def test_the_checks_see_a_circle_and_an_offence() -> None:

@@ -32,7 +32,7 @@ from db import runs as rq
 from db.models import Response, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
-from elitr_core.data.model_text import as_generated, storable_row
+from elitr_core.data.model_text import as_generated
 from elitr_core.errors import UserError
 from elitr_core.generation.interleave import (
     Interleaved,
@@ -58,7 +58,7 @@ from elitr_core.passes.records import (
     process_info,
     with_failure,
 )
-from elitr_core.passes.writer import BatchWriter
+from elitr_core.passes.store import Storing
 from elitr_core.prompts.assembly import (
     multi_turn_plan,
     single_turn_messages,
@@ -186,20 +186,16 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
     report.skipped = sum(1 for q in asked if q.question_id in done)
     logger.info("%s: %d to ask, %d already stored", report.label,
                 report.total - report.skipped, report.skipped)
-    writer = BatchWriter(engine, _store_answers, name="answer-writer")
-    lifecycle = ResumablePass(engine, report, sink, partial(_record_end, run_id=run_id),
-                              writer=writer)
+    lifecycle = ResumablePass(
+        engine, report, sink, partial(_record_end, run_id=run_id),
+        Storing(Response, _store_answers, key=("question_id",), name="answer-writer",
+                        note="meta"))
 
     def write(item: QuestionItem, completion: Completion, extra: dict[str, Any]) -> None:
-        # the storage policy of model text: unstorable characters replaced, cut to the column
-        stored = storable_row(Response, {
+        lifecycle.store.put({  # an altered answer keeps what the model said in its meta
             "run_id": run_id, "question_id": item.question_id, "text": completion.text,
-            "meta": completion_meta(completion, **extra), "created_at": utcnow()})
-        if stored.altered:
-            stored.values["meta"]["altered"] = stored.note(completion.text)
-            report.altered += 1
-        writer.put(stored.values)
-        lifecycle.stored()
+            "meta": completion_meta(completion, **extra), "created_at": utcnow()},
+            original=completion.text)
 
     with lifecycle.running(report.label):
         if spec.interleave is not None:

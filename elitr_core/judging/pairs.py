@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sqlmodel import Session
@@ -29,6 +29,7 @@ from db.benchmark import responses_to_judge
 from db.models import NO_SEED
 from db.pairwise import stored_pairwise_state
 from elitr_core.errors import UserError
+from elitr_core.judging.judge_pass import JudgePassSpec
 from elitr_core.passes.records import DEFAULT_SEED
 from elitr_core.prompts.pairwise import DEFAULT_MAX_KEY_FACTS
 from elitr_core.vocab import PAIRWISE_STYLES
@@ -37,23 +38,16 @@ ORDERS: tuple[str, ...] = ("ab", "ba")
 
 
 @dataclass(frozen=True)
-class PairwiseSpec:
-    """A pairwise judge pass: judge, prompt style, scheduling and the responses' filters."""
+class PairwiseSpec(JudgePassSpec):
+    """A pairwise judge pass: :class:`JudgePassSpec`'s fields, the scheduling (``baseline``
+    or ``pairs_per_question``) and CREAM's ``max_key_facts``."""
 
-    judge_model: str
-    style: str
-    evaluator: str
-    models: tuple[str, ...] = ()
+    kind: ClassVar[str] = "pairwise"
+    styles: ClassVar[tuple[str, ...]] = PAIRWISE_STYLES
+
     baseline: str | None = None
     pairs_per_question: int | None = None
-    split: str | None = None
-    setting: str | None = None
-    mode: str | None = None
-    language: str | None = None
-    samples: int = 1
-    seed: int | None = None
     max_key_facts: int = DEFAULT_MAX_KEY_FACTS
-    max_new_tokens: int = 1024
 
     @property
     def scheduling(self) -> str:
@@ -64,31 +58,20 @@ class PairwiseSpec:
 
     def check(self) -> None:
         """Raise :class:`UserError` when the spec cannot run."""
-        if self.style not in PAIRWISE_STYLES:
-            raise UserError(f"unknown pairwise style {self.style!r}; use cream or battle")
-        if not self.judge_model.strip():
-            raise UserError("a judge pass needs a judge model (--judge-model)")
-        slug = self.evaluator
-        if not slug or len(slug) > 64 or not all(c.isalnum() or c in "-_." for c in slug):
-            raise UserError(f"evaluator slug {slug!r}: use 1-64 letters, digits, '-', '_' or '.'")
+        super().check()
         if self.baseline and self.pairs_per_question is not None:
             raise UserError("--baseline and --pairs-per-question exclude each other: choose one "
                             "scheduling")
         if self.pairs_per_question is not None and self.pairs_per_question < 1:
             raise UserError(f"--pairs-per-question must be at least 1, got "
                             f"{self.pairs_per_question}")
-        if not 1 <= self.samples <= 100:
-            raise UserError(f"samples must be 1..100 (got {self.samples})")
         if not 1 <= self.max_key_facts <= 100:
             raise UserError(f"--max-key-facts must be 1..100 (got {self.max_key_facts})")
-        if not 1 <= self.max_new_tokens <= 8192:
-            raise UserError(f"max_new_tokens must be 1..8192 (got {self.max_new_tokens})")
 
     def filters(self) -> dict[str, Any]:
         """The response filters and the scheduling, as stored with the pass."""
-        return {"models": list(self.models), "split": self.split, "setting": self.setting,
-                "mode": self.mode, "language": self.language, "scheduling": self.scheduling,
-                "baseline": self.baseline, "pairs_per_question": self.pairs_per_question}
+        return {**super().filters(), "scheduling": self.scheduling, "baseline": self.baseline,
+                "pairs_per_question": self.pairs_per_question}
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,10 @@
 
 Like absolute judging (:mod:`elitr_core.judging.runner`): the evaluator (kind ``pairwise``)
 records the judge's identity and each pass (backend, filters and scheduling, progress, token
-usage, failures) in its config; every judgment is written as it arrives through a
-:class:`~elitr_core.passes.writer.BatchWriter`, with the judge's full output; an unreadable
-output is stored ``unparsed`` with the parser's reason and no verdict, and the next pass asks
-it again alone. CREAM's key facts are written as soon as they are read, so a pass stopped
+usage, failures) in its config; every judgment is written as it arrives through the pass's
+store step (``passes/store.py``), with the judge's full output; an unreadable output is
+stored ``unparsed`` with the parser's reason and no verdict, and the next pass asks it again
+alone. CREAM's key facts are written as soon as they are read, so a pass stopped
 between the two steps resumes at the alignment step.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -24,14 +24,13 @@ from db.models import PairwiseJudgment, utcnow
 from db.pairwise import upsert_pairwise
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation, Message
-from elitr_core.data.model_text import storable_row
 from elitr_core.errors import UserError
+from elitr_core.judging.judge_pass import JudgePassReport, PassRecord, start_pass
 from elitr_core.judging.pairs import PairItem, PairwiseSpec, collect_pair_items
 from elitr_core.judging.pairwise_parser import parse_alignment, parse_battle, parse_key_facts
-from elitr_core.judging.pass_record import record_pass, start_pass
-from elitr_core.passes.lifecycle import PassReport, Recorder, ResumablePass
+from elitr_core.passes.lifecycle import ResumablePass
 from elitr_core.passes.records import NullProgress, Progress
-from elitr_core.passes.writer import BatchWriter
+from elitr_core.passes.store import Storing
 from elitr_core.prompts.assembly import JUDGE_DECODING, prompt_hash
 from elitr_core.prompts.pairwise import (
     PAIRWISE_TEMPLATE_FILES,
@@ -46,15 +45,13 @@ _FROM_SHOWN = {("ab", "A"): "a", ("ab", "B"): "b", ("ba", "A"): "b", ("ba", "B")
 
 
 @dataclass
-class PairwiseReport(PassReport):
+class PairwiseReport(JudgePassReport):
     """What a pairwise pass did (``total``: judgments scheduled; ``calls``: judge calls)."""
 
-    outputs: ClassVar[str] = "judge output(s)"
-
-    evaluator: str = ""
     calls: int = 0
-    ok: int = 0
-    unparsed: int = 0
+
+    def counters(self, status: str | None) -> dict[str, Any]:
+        return {**super().counters(status), "calls": self.calls}
 
     def summary(self) -> str:
         """One line for the CLI."""
@@ -95,44 +92,6 @@ def prepare_pairwise_evaluator(session: Session, spec: PairwiseSpec, backend: Ba
                                      "samples": spec.samples, "seed": spec.seed})
     crud.save(session=session, rows=[evaluator])
     return evaluator_id
-
-
-class _Recorder:
-    """Queues judgments for the writer; keeps the counters and the pass record."""
-
-    def __init__(self, engine: Engine, evaluator_id: int, report: PairwiseReport) -> None:
-        self.evaluator_id, self.report = evaluator_id, report
-        self.altered: set[tuple[int, int, str, int]] = set()
-        self.writer = BatchWriter(engine, self._write_batch, name="pairwise-writer")
-
-    def store(self, item: PairItem, values: dict[str, Any]) -> None:
-        """Queue one judgment (a step's result, or the final one: see ``final``); count it
-        once in ``altered`` when the storage policy of model text changed it (its outputs,
-        key facts or reason)."""
-        stored = storable_row(PairwiseJudgment, {
-            "evaluator_id": self.evaluator_id, "response_a_id": item.response_a_id,
-            "response_b_id": item.response_b_id, "order": item.order, "sample": item.sample,
-            "verdict": None, "completeness_a": None, "completeness_b": None,
-            "conciseness_a": None, "conciseness_b": None, "key_facts": None, "support": None,
-            "raw": None, "raw_facts": None, "reason": None, **values,
-            "created_at": utcnow(), "updated_at": utcnow()})
-        if stored.altered:  # CREAM stores a judgment twice (key facts, then alignment)
-            self.altered.add((item.response_a_id, item.response_b_id, item.order, item.sample))
-            self.report.altered = len(self.altered)
-        self.writer.put(stored.values)
-
-    def _write_batch(self, session: Session, rows: list[dict[str, Any]]) -> None:
-        upsert_pairwise(session=session, rows=rows)
-        self.record(session, None, None)  # in the same transaction: the counts match the rows
-
-    def record(self, session: Session, status: str | None,
-               error: BaseException | None) -> str | None:
-        """Store the counters in the evaluator's config (and how the pass ended)."""
-        r = self.report
-        return record_pass(session, self.evaluator_id,
-                           {"todo": r.total - r.skipped, "done": r.asked, "ok": r.ok,
-                            "unparsed": r.unparsed, "altered": r.altered, "calls": r.calls,
-                            "usage": dict(r.usage)}, status, error)
 
 
 Store = Callable[[PairItem, dict[str, Any]], None]
@@ -207,41 +166,45 @@ def pairwise_judge_run(engine: Engine, spec: PairwiseSpec, backend: Backend, *,
         evaluator_id = prepare_pairwise_evaluator(session, spec, backend)
         items, total = collect_pair_items(session, spec, evaluator_id)
     report = PairwiseReport(evaluator=spec.evaluator, total=total, skipped=total - len(items))
-    recorder = _Recorder(engine, evaluator_id, report)
-    lifecycle = ResumablePass(engine, report, sink, _ended(recorder), writer=recorder.writer)
+    record = PassRecord(evaluator_id, report)
+    lifecycle = ResumablePass(engine, report, sink, record.end, Storing(
+        PairwiseJudgment, _store_judgments, name="pairwise-writer", after_batch=record.batch,
+        key=("response_a_id", "response_b_id", "order", "sample")))
+
+    def store(item: PairItem, values: dict[str, Any], *, finished: bool = False) -> None:
+        """Store a judgment: a step's result, or (``finished``) one no further step of this
+        pass revisits; CREAM stores a judgment twice (key facts, then alignment)."""
+        lifecycle.store.put({
+            "evaluator_id": evaluator_id, "response_a_id": item.response_a_id,
+            "response_b_id": item.response_b_id, "order": item.order, "sample": item.sample,
+            "verdict": None, "completeness_a": None, "completeness_b": None,
+            "conciseness_a": None, "conciseness_b": None, "key_facts": None, "support": None,
+            "raw": None, "raw_facts": None, "reason": None, **values,
+            "created_at": utcnow(), "updated_at": utcnow()}, finished=finished)
 
     def ask(batch: Sequence[PairItem], messages: Callable[[PairItem], list[Message]],
             handle: Callable[[PairItem, Completion], None]) -> None:
-        def store(item: PairItem, _: int, completion: Completion) -> None:
+        def answered(item: PairItem, _: int, completion: Completion) -> None:
             report.calls += 1
             handle(item, completion)
 
         lifecycle.ask(
             backend, batch, lambda i: Conversation.single(messages(i)),
             lambda i: replace(JUDGE_DECODING, seed=i.seed, max_new_tokens=spec.max_new_tokens),
-            store)
+            answered)
 
     def final(item: PairItem, values: dict[str, Any]) -> None:
-        """Store a judgment no further step of this pass will revisit, and count it."""
-        ok = values.get("status") == "ok"
-        report.ok += ok
-        report.unparsed += not ok
-        recorder.store(item, values)
-        lifecycle.stored()
+        report.judged(values.get("status") == "ok")
+        store(item, values, finished=True)
 
     with lifecycle.running(f"pairwise {spec.evaluator}"):
         if spec.style == "battle":
             ask(items, lambda i: battle_messages(i.question, i.reference, *i.shown),
                 lambda i, c: final(i, _battle(i, c)))
         else:
-            _cream(items, spec, ask, recorder.store, final)
+            _cream(items, spec, ask, store, final)
     return report
 
 
-def _ended(recorder: _Recorder) -> Recorder:
-    """A pass that ends without an error is ``done`` (unparsed items are retried next time)."""
-
-    def record(session: Session, status: str | None, error: BaseException | None) -> str | None:
-        return recorder.record(session, status or "done", error)
-
-    return record
+def _store_judgments(session: Session, rows: list[dict[str, Any]]) -> None:
+    upsert_pairwise(session=session, rows=rows)

@@ -2,12 +2,12 @@
 
 An evaluator (slug chosen by the user, kind ``llm``) is one judge model with one prompt style;
 its ``config`` holds the judge's identity and the history of its passes (backend, filters,
-progress, token usage, failures). Each judgment is written as it arrives (a background writer
-stores whatever has arrived in one short transaction, see ``batch_writer``): the judge's full
-output in ``Score.raw``; a parsable output as status ``ok`` with its 1..10 value (Prometheus'
-1..5 times 2); an unparsable one as status ``unparsed``, value NULL, with the parser's reason,
-never -1. A later pass asks only the items with no score yet or an unparsed one (``excluded``
-items were set aside by a researcher and stay so).
+progress, token usage, failures). Each judgment is written as it arrives (the pass's store
+step, ``passes/store.py``, writes whatever has arrived in one short transaction): the judge's
+full output in ``Score.raw``; a parsable output as status ``ok`` with its 1..10 value
+(Prometheus' 1..5 times 2); an unparsable one as status ``unparsed``, value NULL, with the
+parser's reason, never -1. A later pass asks only the items with no score yet or an unparsed
+one (``excluded`` items were set aside by a researcher and stay so).
 """
 
 from __future__ import annotations
@@ -24,18 +24,17 @@ from db import crud
 from db.models import NO_SEED, Score, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
-from elitr_core.data.model_text import storable_row
 from elitr_core.data.summaries import SUMMARY_TYPE
 from elitr_core.errors import UserError
+from elitr_core.judging.judge_pass import JudgePassReport, JudgePassSpec, PassRecord, start_pass
 from elitr_core.judging.parser import parse_judgment
-from elitr_core.judging.pass_record import record_pass, start_pass
-from elitr_core.passes.lifecycle import PassReport, Recorder, ResumablePass
+from elitr_core.passes.lifecycle import ResumablePass
 from elitr_core.passes.records import (
     DEFAULT_SEED,
     NullProgress,
     Progress,
 )
-from elitr_core.passes.writer import BatchWriter
+from elitr_core.passes.store import Storing
 from elitr_core.prompts.assembly import (
     JUDGE_DECODING,
     judge_messages,
@@ -47,43 +46,10 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class JudgeSpec:
-    """Which responses to judge, with which judge and prompt style.
+class JudgeSpec(JudgePassSpec):
+    """Which responses to judge, with which judge and absolute prompt style."""
 
-    ``seed``: base seed of sample 0 (sample ``s`` uses ``seed + s``); ``None`` takes each
-    judged run's own seed (the protocol judges with the generation seed), else 2023.
-    """
-
-    judge_model: str
-    style: str
-    evaluator: str
-    models: tuple[str, ...] = ()
-    split: str | None = None
-    setting: str | None = None
-    mode: str | None = None
-    language: str | None = None
-    samples: int = 1
-    seed: int | None = None
-    max_new_tokens: int = JUDGE_DECODING.max_new_tokens
-
-    def check(self) -> None:
-        """Raise :class:`UserError` when the spec cannot run."""
-        if self.style not in JUDGE_STYLES:
-            raise UserError(f"unknown judge style {self.style!r}; use {' or '.join(JUDGE_STYLES)}")
-        if not self.judge_model.strip():
-            raise UserError("a judge pass needs a judge model (--judge-model)")
-        slug = self.evaluator
-        if not slug or len(slug) > 64 or not all(c.isalnum() or c in "-_." for c in slug):
-            raise UserError(f"evaluator slug {slug!r}: use 1-64 letters, digits, '-', '_' or '.'")
-        if not 1 <= self.samples <= 100:
-            raise UserError(f"samples must be 1..100 (got {self.samples})")
-        if not 1 <= self.max_new_tokens <= 8192:
-            raise UserError(f"max_new_tokens must be 1..8192 (got {self.max_new_tokens})")
-
-    def filters(self) -> dict[str, Any]:
-        """The response filters, as stored with the pass."""
-        return {"models": list(self.models), "split": self.split, "setting": self.setting,
-                "mode": self.mode, "language": self.language}
+    styles: ClassVar[tuple[str, ...]] = JUDGE_STYLES
 
 
 @dataclass(frozen=True)
@@ -99,14 +65,8 @@ class JudgeItem:
 
 
 @dataclass
-class JudgeReport(PassReport):
+class JudgeReport(JudgePassReport):
     """What a judge pass did (``total``: items in all; ``asked``: judgments asked now)."""
-
-    outputs: ClassVar[str] = "judge output(s)"
-
-    evaluator: str = ""
-    ok: int = 0
-    unparsed: int = 0
 
     @property
     def items(self) -> int:
@@ -185,55 +145,6 @@ def collect_items(
     return items, len(rows) * spec.samples
 
 
-class _PassRecorder:
-    """Writes the judgments (through a :class:`BatchWriter`) and, in the same transaction, the
-    pass's counters: the Runs page's ``done`` is what is stored, never behind ``scored``."""
-
-    def __init__(self, engine: Engine, evaluator_id: int, spec: JudgeSpec,
-                 report: JudgeReport) -> None:
-        self.engine, self.evaluator_id, self.spec = engine, evaluator_id, spec
-        self.report = report
-        self.written = 0  # judgments of this pass stored so far
-        self.writer = BatchWriter(engine, self._write_batch, name="judge-writer")
-
-    def write(self, item: JudgeItem, completion: Completion) -> None:
-        result = parse_judgment(completion.text, self.spec.style)  # the output as generated
-        report = self.report
-        report.ok += result.ok
-        report.unparsed += not result.ok
-        # the storage policy of model text: the output and the reason quoting it, storable
-        stored = storable_row(Score, {
-            "response_id": item.response_id, "evaluator_id": self.evaluator_id,
-            "annotator_id": None, "annotator_key": 0, "sample": item.sample,
-            "value": result.score, "status": "ok" if result.ok else "unparsed",
-            "reason": result.reason, "raw": completion.text, "created_at": utcnow(),
-            "updated_at": utcnow(),
-        })
-        report.altered += stored.altered
-        self.writer.put(stored.values)
-
-    def _write_batch(self, session: Session, rows: list[dict[str, Any]]) -> None:
-        crud.upsert_judgments(session=session, rows=rows)
-        self.written += len(rows)
-        self._record(session, None, None)
-
-    def record(self, session: Session, status: str | None,
-               error: BaseException | None) -> str | None:
-        """Store the pass's counters in the evaluator's config (and how it ended)."""
-        return self._record(session, status, error)
-
-    def _record(self, session: Session, status: str | None,
-                error: BaseException | None) -> str | None:
-        r = self.report
-        return record_pass(session, self.evaluator_id,
-                           {"todo": r.total - r.skipped,
-                            # while running: the judgments stored (those asked may wait in
-                            # the writer's queue); at the end every asked one is stored
-                            "done": r.asked if status is not None else self.written, "ok": r.ok,
-                            "unparsed": r.unparsed, "altered": r.altered,
-                            "usage": dict(r.usage)}, status, error)
-
-
 def judge_run(engine: Engine, spec: JudgeSpec, backend: Backend, *,
               progress: Progress | None = None) -> JudgeReport:
     """Run one judge pass over the matching responses; return what it did.
@@ -247,13 +158,20 @@ def judge_run(engine: Engine, spec: JudgeSpec, backend: Backend, *,
         evaluator_id = prepare_evaluator(session, spec, backend)
         items, total = collect_items(session, spec, evaluator_id)
     report = JudgeReport(evaluator=spec.evaluator, total=total, skipped=total - len(items))
-    recorder = _PassRecorder(engine, evaluator_id, spec, report)
-    lifecycle = ResumablePass(engine, report, sink, _done_when_finished(recorder),
-                              writer=recorder.writer)
+    record = PassRecord(evaluator_id, report)
+    lifecycle = ResumablePass(engine, report, sink, record.end, Storing(
+        Score, _store_judgments, key=("response_id", "sample"), name="judge-writer",
+        after_batch=record.batch))
 
     def store(item: JudgeItem, _: int, completion: Completion) -> None:
-        recorder.write(item, completion)
-        lifecycle.stored()
+        result = parse_judgment(completion.text, spec.style)  # the output as generated
+        report.judged(result.ok)
+        lifecycle.store.put({  # the output and the reason quoting it, by the policy
+            "response_id": item.response_id, "evaluator_id": evaluator_id,
+            "annotator_id": None, "annotator_key": 0, "sample": item.sample,
+            "value": result.score, "status": "ok" if result.ok else "unparsed",
+            "reason": result.reason, "raw": completion.text, "created_at": utcnow(),
+            "updated_at": utcnow()})
 
     with lifecycle.running(f"judge {spec.evaluator}"):
         lifecycle.ask(
@@ -265,11 +183,5 @@ def judge_run(engine: Engine, spec: JudgeSpec, backend: Backend, *,
     return report
 
 
-def _done_when_finished(recorder: _PassRecorder) -> Recorder:
-    """A judge pass that ends without an error is ``done`` (unparsable items included: the
-    next pass retries them)."""
-
-    def record(session: Session, status: str | None, error: BaseException | None) -> str | None:
-        return recorder.record(session, status or "done", error)
-
-    return record
+def _store_judgments(session: Session, rows: list[dict[str, Any]]) -> None:
+    crud.upsert_judgments(session=session, rows=rows)

@@ -6,7 +6,8 @@ steps: count what is left, start the progress bar, store results as they come, a
 (or on any exception, Ctrl-C included) record how the pass finished. That last step must never
 hide the error that stopped the pass, which is why it lives here once. The pass also owns how
 it talks to the backend (:meth:`ResumablePass.ask`): one ``Backend.generate`` call per decoding
-config, in a fixed order, every answer's tokens counted as it arrives.
+config, in a fixed order, every answer's tokens counted as it arrives), and how it stores
+what comes back (:attr:`ResumablePass.store`, the one store step of ``passes/store.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from elitr_core.backends.base import Backend, Completion, Conversation, Decoding
 from elitr_core.data.model_text import IN_WORDS
 from elitr_core.errors import UserError
 from elitr_core.passes.records import Progress
-from elitr_core.passes.writer import BatchWriter
+from elitr_core.passes.store import Store, Storing
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ Item = TypeVar("Item")
 @dataclass
 class PassReport:
     """What a pass did: items in all, already stored, asked now, time, tokens, final status,
-    and ``altered``: outputs stored altered by the storage policy (``data/model_text.py``)."""
+    ``altered``: outputs stored altered by the storage policy (``data/model_text.py``), and
+    ``stored``: the outputs asked now that are written (``passes/store.py``)."""
 
     total: int = 0
     skipped: int = 0
@@ -51,6 +53,7 @@ class PassReport:
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     status: str = "running"
     altered: int = 0
+    stored: int = 0
     #: What the pass's outputs are called in its lines ("answer(s)", "judge output(s)").
     outputs: ClassVar[str] = "output(s)"
 
@@ -75,14 +78,14 @@ class PassReport:
 class ResumablePass:
     """Runs the body of a pass between ``start`` and ``finish``; see :meth:`running`.
 
-    ``writer``: a :class:`BatchWriter` the pass stores through (closed, i.e. flushed, before the
-    end is recorded); None when the pass writes each result itself.
+    ``storing``: what the pass stores and how; its :attr:`store` step (``passes/store.py``)
+    is flushed before the end is recorded.
     """
 
     def __init__(self, engine: Engine, report: PassReport, progress: Progress,
-                 record: Recorder, *, writer: BatchWriter | None = None) -> None:
-        self.engine, self.report, self.progress = engine, report, progress
-        self.record, self.writer = record, writer
+                 record: Recorder, storing: Storing) -> None:
+        self.engine, self.report, self.progress, self.record = engine, report, progress, record
+        self.store = Store(engine, storing, report, progress)
 
     @contextmanager
     def running(self, label: str) -> Iterator[ResumablePass]:
@@ -96,7 +99,7 @@ class ResumablePass:
         except BaseException as error:
             report.status = "failed"
             self.finish("failed", error)
-            if self.writer is not None and fault_kind(error) in ("gone", "full"):
+            if fault_kind(error) in ("gone", "full"):
                 raise UserError(self._stopped(error)) from None
             raise
         finally:
@@ -107,7 +110,7 @@ class ResumablePass:
     def _stopped(self, error: BaseException) -> str:
         """One true line for a pass the database stopped: how many of the run's outputs are
         stored (those of earlier passes and this one's committed batches) and what to do."""
-        report, written = self.report, self.writer.written if self.writer else 0
+        report, written = self.report, self.store.written
         stored = report.skipped + written
         what = ("the connection to the database was lost" if fault_kind(error) == "gone"
                 else "the disk of the database is full")
@@ -120,7 +123,8 @@ class ResumablePass:
             decoding: Callable[[Item], DecodingConfig],
             store: Callable[[Item, int, Completion], None]) -> None:
         """Ask ``backend`` every item's conversation; ``store(item, turn, completion)`` each
-        answer as it arrives (after its tokens are counted in the report).
+        answer as it arrives (after its tokens are counted in the report), which hands what
+        it keeps to :attr:`store`.
 
         Items with the same decoding config (judging: the same sample seed) go in one
         ``generate`` call, so the backend can schedule them together; the calls follow the
@@ -139,27 +143,21 @@ class ResumablePass:
 
             backend.generate([conversation(item) for item in batch], config, on_result)
 
-    def stored(self, count: int = 1) -> None:
-        """``count`` more items are finished and queued for storage: counted, shown."""
-        self.report.asked += count
-        self.progress.advance(count)
-
     def finish(self, status: str | None, error: BaseException | None) -> str:
-        """Flush the writer and record the end; a failure here never replaces ``error``.
+        """Flush the store and record the end; a failure here never replaces ``error``.
 
-        A writer that fails on a pass that went well fails the pass: recorded ``failed`` with
+        A store that fails on a pass that went well fails the pass: recorded ``failed`` with
         the writer's error, which is then raised.
         """
         flush_error: Exception | None = None
-        if self.writer is not None:
-            try:
-                self.writer.close()  # every result received is stored before the pass ends
-            except Exception as exc:
-                if error is None:
-                    status, error, flush_error = "failed", exc, exc
-                else:  # the first error is the one reported; this one only with --debug
-                    logger.debug("could not store the last results: %s", brief(exc),
-                                 exc_info=True)
+        try:
+            self.store.close()  # every result received is stored before the pass ends
+        except Exception as exc:
+            if error is None:
+                status, error, flush_error = "failed", exc, exc
+            else:  # the first error is the one reported; this one only with --debug
+                logger.debug("could not store the last results: %s", brief(exc),
+                             exc_info=True)
         try:
             with writing(self.engine) as session:
                 status = self.record(session, status, error)

@@ -1,5 +1,5 @@
-"""The resumable-pass lifecycle: progress, the writer flushed before the end is recorded, the
-status the recorder decides, and a failure recorded without ever hiding the error that stopped
+"""The resumable-pass lifecycle: progress, the store step flushed before the end is recorded,
+the status the recorder decides, and a failure recorded without ever hiding the error that stopped
 the pass."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from db import crud
 from db.models import Evaluator
 from elitr_core.data.database import open_database
 from elitr_core.passes.lifecycle import PassReport, ResumablePass
-from elitr_core.passes.writer import BatchWriter
+from elitr_core.passes.store import Storing
 
 
 @dataclass
@@ -53,11 +53,14 @@ class Recorder:
         return status or self.decide
 
 
-def _write(session: Session, slugs: list[str]) -> None:
-    if "poison" in slugs:
+def _write(session: Session, rows: list[dict[str, Any]]) -> None:
+    if any(row["slug"] == "poison" for row in rows):
         raise RuntimeError("disk full")
-    crud.upsert(session=session, table=Evaluator, keys=["slug"],
-                rows=[{"slug": s, "kind": "llm", "description": "", "config": {}} for s in slugs])
+    crud.upsert(session=session, table=Evaluator, keys=["slug"], rows=rows)
+
+
+def _row(slug: str) -> dict[str, Any]:
+    return {"slug": slug, "kind": "llm", "description": "", "config": {}}
 
 
 @pytest.fixture
@@ -65,12 +68,12 @@ def engine(sqlite_url: str) -> Engine:
     return open_database(sqlite_url)
 
 
-def _pass(engine: Engine, record: Recorder, *, writer: bool = True,
+def _pass(engine: Engine, record: Recorder, *,
           total: int = 10, skipped: int = 4) -> tuple[ResumablePass, Progress]:
     progress = Progress()
     report = PassReport(total=total, skipped=skipped)
     return ResumablePass(engine, report, progress, record,
-                         writer=BatchWriter(engine, _write) if writer else None), progress
+                         Storing(Evaluator, _write, key=("slug",))), progress
 
 
 def test_a_pass_that_ends_well(engine: Engine) -> None:
@@ -79,12 +82,10 @@ def test_a_pass_that_ends_well(engine: Engine) -> None:
     with run.running("judging") as p:
         assert p is run and run.report.status == "running"
         for i in range(6):
-            assert run.writer is not None
-            run.writer.put(f"judge-{i}")
-            progress.advance()
+            run.store.put(_row(f"judge-{i}"))
     # every result put was stored before the end was recorded
     assert record.ends == [(None, None, 6)]
-    assert run.report.status == "done"
+    assert (run.report.status, run.report.asked, run.report.stored) == ("done", 6, 6)
     assert progress.calls[0] == ("start", 6, "judging")  # total - skipped
     assert progress.calls[-1] == ("close",) and len(progress.calls) == 8
     assert run.report.seconds > 0
@@ -94,7 +95,7 @@ def test_a_pass_that_ends_well(engine: Engine) -> None:
 def test_the_recorder_decides_the_status(engine: Engine, decide: str | None,
                                          status: str) -> None:
     record = Recorder(decide=decide)
-    run, _ = _pass(engine, record, writer=False)
+    run, _ = _pass(engine, record)
     with run.running("generating"):
         pass
     assert run.report.status == status
@@ -107,8 +108,7 @@ def test_a_body_that_raises_is_recorded_failed_and_its_error_propagates(
     run, progress = _pass(engine, record)
     with pytest.raises(type(error)) as caught:
         with run.running("judging"):
-            assert run.writer is not None
-            run.writer.put("judge-1")
+            run.store.put(_row("judge-1"))
             raise error
     assert caught.value is error
     assert record.ends == [("failed", error, 1)]  # the stored results flushed first
@@ -118,7 +118,7 @@ def test_a_body_that_raises_is_recorded_failed_and_its_error_propagates(
 def test_the_error_propagates_even_when_recording_fails(
         engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
     record = Recorder(fail=RuntimeError("database is gone"))
-    run, progress = _pass(engine, record, writer=False)
+    run, progress = _pass(engine, record)
     # the first error is the one reported; the second is kept for --debug (issue 27 item 3)
     with caplog.at_level(logging.DEBUG), pytest.raises(ValueError, match="bad answer"):
         with run.running("judging"):
@@ -135,8 +135,7 @@ def test_the_error_propagates_even_when_the_writer_fails(
     run, _ = _pass(engine, record)
     with caplog.at_level(logging.DEBUG), pytest.raises(ValueError, match="bad answer"):
         with run.running("judging"):
-            assert run.writer is not None
-            run.writer.put("poison")
+            run.store.put(_row("poison"))
             raise ValueError("bad answer")
     assert "could not store the last results: disk full" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # one line on screen
@@ -149,8 +148,7 @@ def test_a_writer_failure_at_the_end_is_recorded_and_raised(engine: Engine) -> N
     run, _ = _pass(engine, record)
     with pytest.raises(RuntimeError, match="disk full"):
         with run.running("judging"):
-            assert run.writer is not None
-            run.writer.put("poison")
+            run.store.put(_row("poison"))
     assert [(status, str(error)) for status, error, _ in record.ends] == [
         ("failed", "disk full")]
     assert run.report.status == "failed"

@@ -2,13 +2,13 @@
 computed statistics, figures, the drilldown's question table, transcript excerpts, and the one
 write the analysis pages make (n-gram metric scores).
 
-Only ``app.py`` and ``pages/`` import streamlit; the core computes, these functions cache.
+Only ``app.py``, ``ui/`` and ``pages/`` import streamlit; the core computes, these functions cache.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import streamlit as st
 
@@ -17,7 +17,11 @@ from elitr_core.errors import UserError
 from ui.text import plain
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from elitr_core.data.browse import ScoreFilter
     from elitr_core.data.database import Engine
+    from elitr_core.export.judge_audit import AuditOptions
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -58,7 +62,13 @@ def get_engine_or_stop() -> Engine:
 
 #: the cached reads that hold scores, by the code that defines them (a page registers its own
 #: each time it runs; the latest registration stands for the same cache)
-_SCORE_CACHES: dict[str, Any] = {}
+class _Cache(Protocol):
+    """A function cached by Streamlit, as :func:`forget_scores` uses it."""
+
+    def clear(self) -> None: ...
+
+
+_SCORE_CACHES: dict[str, _Cache] = {}
 
 
 def score_cache(*, ttl: float = CACHE_TTL_S, **options: Any) -> Callable[[F], F]:
@@ -67,7 +77,7 @@ def score_cache(*, ttl: float = CACHE_TTL_S, **options: Any) -> Callable[[F], F]
     def decorate(func: F) -> F:
         cached = st.cache_data(ttl=ttl, **options)(func)
         _SCORE_CACHES[f"{func.__code__.co_filename}:{func.__qualname__}"] = cached
-        return cached  # type: ignore[return-value]
+        return cast(F, cached)
 
     return decorate
 
@@ -75,7 +85,7 @@ def score_cache(*, ttl: float = CACHE_TTL_S, **options: Any) -> Callable[[F], F]
 # cache_resource, not cache_data: every page reads this frame, and cache_data would unpickle a
 # copy on each call (0.05 s for the bundled 8,000 scores); no caller modifies it
 @st.cache_resource(ttl=CACHE_TTL_S, max_entries=32, show_spinner="Loading scores...")
-def _scores_frame(url: str | None, flt: Any) -> Any:
+def _scores_frame(url: str | None, flt: ScoreFilter) -> pd.DataFrame:
     from elitr_core.data.database import reading
     from elitr_core.data.scores import scores_table
 
@@ -101,15 +111,16 @@ def clear_caches() -> None:
     _figure.clear()
 
 
-def scores_frame(flt: Any) -> Any:
+def scores_frame(flt: ScoreFilter) -> pd.DataFrame:
     """The long ``scores`` table for the filters (a ``db.queries.ScoreFilter``), cached per
     database and filter values."""
     return _scores_frame(database_url(), flt)
 
 
 @score_cache(show_spinner="Computing...")
-def _export_table(url: str | None, name: str, flt: Any, reference: str,
-                  groups: tuple[tuple[str, tuple[str, ...]], ...], audit: Any) -> Any:
+def _export_table(url: str | None, name: str, flt: ScoreFilter, reference: str,
+                  groups: tuple[tuple[str, tuple[str, ...]], ...],
+                  audit: AuditOptions | None) -> pd.DataFrame:
     from elitr_core.data.database import reading
     from elitr_core.export.tables import build_table
 
@@ -118,9 +129,9 @@ def _export_table(url: str | None, name: str, flt: Any, reference: str,
                            scores=_scores_frame(url, flt), audit=audit)
 
 
-def export_table(name: str, flt: Any, *, reference: str = "gold-human",
+def export_table(name: str, flt: ScoreFilter, *, reference: str = "gold-human",
                  groups: tuple[tuple[str, tuple[str, ...]], ...] = (),
-                 audit: Any = None) -> Any:
+                 audit: AuditOptions | None = None) -> pd.DataFrame:
     """A table of the export contract for the filters: the very frame
     ``python -m elitr_core export NAME`` builds for the same filters (cached). ``audit``: the
     judge-audit options (``elitr_core.export.judge_audit.AuditOptions``)."""
@@ -128,20 +139,20 @@ def export_table(name: str, flt: Any, *, reference: str = "gold-human",
 
 
 @score_cache(show_spinner="Computing...")
-def _computed(url: str | None, flt: Any, name: str, kwargs: tuple[tuple[str, Any], ...],
-              _func: Callable[..., Any]) -> Any:
+def _computed(url: str | None, flt: ScoreFilter, name: str,
+              kwargs: tuple[tuple[str, Any], ...], _func: Callable[..., Any]) -> Any:
     return _func(_scores_frame(url, flt), **dict(kwargs))
 
 
-def computed(func: Callable[..., T], flt: Any, **kwargs: Any) -> T:
+def computed(func: Callable[..., T], flt: ScoreFilter, **kwargs: Any) -> T:
     """``func(scores_frame(flt), **kwargs)``, cached by the function's name, the filters and
     the keyword values (which must be hashable by Streamlit)."""
     name = f"{func.__module__}.{func.__qualname__}"
-    return _computed(database_url(), flt, name, tuple(sorted(kwargs.items())), func)  # type: ignore[no-any-return]
+    return cast(T, _computed(database_url(), flt, name, tuple(sorted(kwargs.items())), func))
 
 
 @score_cache(show_spinner="Loading responses...")
-def _question_table(url: str | None, flt: Any) -> Any:
+def _question_table(url: str | None, flt: ScoreFilter) -> pd.DataFrame:
     import pandas as pd
 
     from elitr_core.data.browse import feedback_rows, response_rows
@@ -156,7 +167,7 @@ def _question_table(url: str | None, flt: Any) -> Any:
     return question_table(responses, _scores_frame(url, flt), feedback)
 
 
-def question_table_frame(flt: Any) -> Any:
+def question_table_frame(flt: ScoreFilter) -> pd.DataFrame:
     """The drilldown question table (texts, every evaluator's score, feedback), cached."""
     return _question_table(database_url(), flt)
 
@@ -191,10 +202,10 @@ def _figure(name: str, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...
 def cached_figure(build: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``build(*args, **kwargs)``, cached by the builder and the argument values."""
     qualified = f"{build.__module__}.{build.__qualname__}"
-    return _figure(qualified, args, tuple(sorted(kwargs.items())), build)  # type: ignore[no-any-return]
+    return cast(T, _figure(qualified, args, tuple(sorted(kwargs.items())), build))
 
 
-def store_metrics(flt: Any) -> dict[str, int]:
+def store_metrics(flt: ScoreFilter) -> dict[str, int]:
     """Compute and store ROUGE-L and token F1 for the filtered responses (cached in the db)."""
     from elitr_core.data.database import writing
     from elitr_core.judging.metric_scores import compute_metrics

@@ -22,9 +22,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elitr_core.export.views import DEFAULT_JUDGE  # one default judge, core and pages
+
+if TYPE_CHECKING:
+    from elitr_core.data.browse import ScoreFilter
 
 DEFAULT_HUMAN = "gold-human"
 DEFAULT_MODEL = "GPT-4"
@@ -42,14 +45,14 @@ class Defaults:
     """The default choices of a first visit: the sidebar's default filters and the evaluators
     they keep (computed by ``ui.warm``)."""
 
-    flt: Any
+    flt: ScoreFilter
     evaluators: list[str] = field(default_factory=list)
     judge: str = DEFAULT_JUDGE
     human: str = DEFAULT_HUMAN
     model: str = DEFAULT_MODEL
 
     @cached_property
-    def model_flt(self) -> Any:
+    def model_flt(self) -> ScoreFilter:
         """The filters narrowed to the default model (the drilldown's first view)."""
         return replace(self.flt, models=(self.model,))
 
@@ -84,7 +87,8 @@ def page_views(path: Path) -> Views | None:
     source = path.read_text(encoding="utf-8")
     if "@declare_views" not in source:
         return None
-    _READING.found = found = []
+    found: list[Views] = []
+    _READING.found = found
     try:
         exec(compile(source, str(path), "exec"), {"__name__": "__main__",  # noqa: S102
                                                    "__file__": str(path)})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -12,18 +12,28 @@ from ui.data import CACHE_TTL_S
 from ui.filters import file_label
 from ui.text import md, plain
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    Table: TypeAlias = pd.DataFrame | Callable[[], pd.DataFrame]
+    """A table, or a function computing it (on the click)."""
+
 _MIME = {"csv": "text/csv", "json": "application/json", "latex": "application/x-tex",
          "png": "image/png", "svg": "image/svg+xml"}
 _SUFFIX = {"csv": "csv", "json": "json", "latex": "tex", "png": "png", "svg": "svg"}
 
 
-def _render(frame: Any, fmt: str, table: str | None) -> str:
+def _render(frame: Table, fmt: str, table: str | None) -> str:
     from elitr_core.export.formats import render
 
     return render(frame() if callable(frame) else frame, fmt, table)
 
 
-def download_table(frame: Any, name: str, *, table: str | None = None,
+def download_table(frame: Table, name: str, *, table: str | None = None,
                    key: str | None = None) -> None:
     """CSV, JSON and LaTeX download buttons under a table, rendered by
     ``elitr_core.export.formats.render`` (so an export-contract table is byte-identical to
@@ -56,7 +66,7 @@ def _chromium_missing() -> str:
     return ""
 
 
-def download_figure(fig: Any, name: str, *, key: str | None = None) -> None:
+def download_figure(fig: go.Figure, name: str, *, key: str | None = None) -> None:
     """PNG and SVG download buttons under a figure, rendered in Chromium only when clicked;
     a message instead when no Chromium is installed."""
     from elitr_core.export.figures import figure_bytes

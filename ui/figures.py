@@ -4,7 +4,7 @@ drawn with its downloads."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -12,8 +12,12 @@ from ui.data import cached_figure
 from ui.downloads import download_figure
 from ui.messages import shown
 
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
-def show_figure(build: Callable[..., Any], *args: Any, name: str, **kwargs: Any) -> Any:
+
+def show_figure(build: Callable[..., go.Figure], *args: Any, name: str,
+                **kwargs: Any) -> go.Figure | None:
     """``build(*args, **kwargs)`` drawn with its PNG/SVG downloads; the figure is cached by
     the builder and the argument values. A builder's user error is shown as a message."""
     fig = shown(cached_figure, build, *args, **kwargs)

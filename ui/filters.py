@@ -10,7 +10,7 @@ filters therefore survive every page switch.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -20,6 +20,9 @@ from ui.data import database_url, engine, score_cache
 from ui.state import FILTERS_KEY
 from ui.text import Markdown, plain
 from ui.warm_progress import warming_line
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SPLIT_KEY = "filters.split"
 SETTING_KEY = "filters.setting"
@@ -51,7 +54,8 @@ def _store(key: str) -> None:
     st.session_state[key] = st.session_state[key + WIDGET_SUFFIX]
 
 
-def _widget_key(key: str, default: Any, valid: list[str], *, many: bool = False) -> str:
+def _widget_key(key: str, default: str | list[str], valid: list[str], *,
+                many: bool = False) -> str:
     """Seed the widget from the stored value on every run (dropping values no longer offered).
 
     Seeding every run, not only when the widget key is missing, matters: a widget of another
@@ -164,7 +168,7 @@ def with_minimum(flt: ScoreFilter, minimum: int) -> tuple[ScoreFilter, dict[str,
     return replace(flt, evaluators=kept or None), left_out
 
 
-def items_per_evaluator(scores: Any) -> Any:
+def items_per_evaluator(scores: pd.DataFrame) -> pd.Series:
     """How many responses each evaluator scored: a study's evaluator has a row per annotator
     and one for their mean, but it scored each response once."""
     keys = ["evaluator", "meeting", "question_id", "split", "setting", "mode", "seed", "model"]

@@ -4,9 +4,12 @@ survive the runs in which their widget is not drawn."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
+
+if TYPE_CHECKING:
+    from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 # Session-state keys (named constants, initialised once).
 FILTERS_KEY = "filters"
@@ -35,7 +38,7 @@ def kept(key: str, default: Any, options: Sequence[Any] | None = None) -> dict[s
     return {"key": key, "on_change": _keep, "args": (key,)}
 
 
-def open_tab(labels: Sequence[str], *, key: str) -> tuple[str, Any]:
+def open_tab(labels: Sequence[str], *, key: str) -> tuple[str, TabContainer]:
     """Tabs of which only the open one is drawn: returns its label and container.
 
     Clicking another tab reruns the page (``on_change="rerun"``), which then draws that tab's

@@ -10,7 +10,7 @@ themselves live in :mod:`elitr_core.export.display` (pure, tested without Stream
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
@@ -27,6 +27,10 @@ from elitr_core.export.display import (
 )
 from ui.text import md
 
+if TYPE_CHECKING:
+    from streamlit.delta_generator import DeltaGenerator
+    from streamlit.elements.arrow import DataframeState
+
 TEXT_COLUMNS = ("question", "reference", "response")
 LONG_TEXT = 40
 """Characters from which a text column (a question, a reference answer) is drawn wide; shorter
@@ -35,7 +39,8 @@ ones (``reference``: the reference evaluator's name) keep the width of their con
 
 def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
                index: bool = False, select: bool = False,
-               column_config: dict[str, Any] | None = None) -> Any:
+               column_config: dict[str, Any] | None = None,
+               ) -> DeltaGenerator | DataframeState:
     """Show ``frame`` formatted; ``keys`` (those present) come first, and when given, the other
     columns hide behind a "Columns" picker. With ``select``, one row can be picked; the
     selection event is returned (``event.selection.rows``). ``column_config`` adds Streamlit
@@ -86,7 +91,7 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
                         placeholder=MISSING, **options)
 
 
-def selected_row(event: Any, frame: pd.DataFrame) -> pd.Series | None:
+def selected_row(event: object, frame: pd.DataFrame) -> pd.Series | None:
     """The row the user picked in a :func:`show_table` with ``select=True``, or None."""
     rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
     if not rows or rows[0] >= len(frame):
@@ -94,7 +99,8 @@ def selected_row(event: Any, frame: pd.DataFrame) -> pd.Series | None:
     return frame.iloc[rows[0]]
 
 
-def show_table_and_notes(frame: pd.DataFrame, *, key: str, label: Sequence[str]) -> Any:
+def show_table_and_notes(frame: pd.DataFrame, *, key: str,
+                         label: Sequence[str]) -> DeltaGenerator | DataframeState:
     """:func:`show_table` with the ``note`` column behind the "Columns" picker and each
     distinct note written under the table as plain text, after the ``label`` columns of its
     first row (``raters``, ``group``): a long note would push the figures out of a 1366 px

@@ -106,8 +106,9 @@ def warm() -> int:
         pages = [(name, iter(views)) for name, views in declared_views(defaults())]
         PROGRESS.pending = [name for name, _views in pages]
         # the first tab of every page first: a visit soon after the start shows it at once
-        rounds = [[(name, views, 1) for name, views in pages],
-                  [(name, views, None) for name, views in pages]]
+        rounds: list[list[tuple[str, Iterator[View], int | None]]] = [
+            [(name, views, 1) for name, views in pages],
+            [(name, views, None) for name, views in pages]]
         for steps in rounds:
             for name, views, limit in steps:
                 done += _run(name, views, limit)
@@ -158,7 +159,7 @@ def declared_views(d: Defaults) -> list[tuple[str, Iterator[View]]]:
     views, in menu order."""
     from ui.navigation import researcher_page_files
 
-    out = []
+    out: list[tuple[str, Iterator[View]]] = []
     for file in researcher_page_files():
         views = page_views(ROOT / file)
         if views is not None:

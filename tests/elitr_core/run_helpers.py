@@ -31,6 +31,22 @@ class StopAfter(NullProgress):
             raise KeyboardInterrupt
 
 
+@dataclass
+class Events:
+    """A progress sink that keeps every event, in order."""
+
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def start(self, total: int, label: str) -> None:
+        self.calls.append(("start", total, label))
+
+    def advance(self, count: int = 1) -> None:
+        self.calls.append(("advance", count))
+
+    def close(self) -> None:
+        self.calls.append(("close",))
+
+
 def transcript_of(meeting: str, lines: int = 12) -> str:
     """A short synthetic transcript that names its meeting (so prompts are told apart)."""
     return f"(PERSON1) This is {meeting}.\n" + synthetic_transcript(lines, seed=len(meeting) +

@@ -18,22 +18,7 @@ from db.models import Evaluator
 from elitr_core.data.database import open_database
 from elitr_core.passes.lifecycle import PassReport, ResumablePass
 from elitr_core.passes.store import Storing
-
-
-@dataclass
-class Progress:
-    """Counts what the pass reports."""
-
-    calls: list[tuple[Any, ...]] = field(default_factory=list)
-
-    def start(self, total: int, label: str) -> None:
-        self.calls.append(("start", total, label))
-
-    def advance(self, count: int = 1) -> None:
-        self.calls.append(("advance", count))
-
-    def close(self) -> None:
-        self.calls.append(("close",))
+from tests.elitr_core.run_helpers import Events as Progress
 
 
 @dataclass

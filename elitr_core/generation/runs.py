@@ -159,10 +159,6 @@ def stored_answers(engine: Engine, run_id: int) -> dict[int, str]:
     return {qid: as_generated(text, meta) for qid, (text, meta) in stored.items()}
 
 
-def _store_answers(session: Session, rows: list[dict[str, Any]]) -> None:
-    crud.upsert_responses(session=session, rows=rows)
-
-
 def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
                  progress: Progress | None = None) -> GenerationReport:
     """Generate (or finish) one run; return what was done.
@@ -188,7 +184,7 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
                 report.total - report.skipped, report.skipped)
     lifecycle = ResumablePass(
         engine, report, sink, partial(_record_end, run_id=run_id),
-        Storing(Response, _store_answers, key=("question_id",), name="answer-writer",
+        Storing(Response, crud.upsert_responses, key=("question_id",), name="answer-writer",
                         note="meta"))
 
     def write(item: QuestionItem, completion: Completion, extra: dict[str, Any]) -> None:

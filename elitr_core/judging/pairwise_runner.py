@@ -168,7 +168,7 @@ def pairwise_judge_run(engine: Engine, spec: PairwiseSpec, backend: Backend, *,
     report = PairwiseReport(evaluator=spec.evaluator, total=total, skipped=total - len(items))
     record = PassRecord(evaluator_id, report)
     lifecycle = ResumablePass(engine, report, sink, record.end, Storing(
-        PairwiseJudgment, _store_judgments, name="pairwise-writer", after_batch=record.batch,
+        PairwiseJudgment, upsert_pairwise, name="pairwise-writer", after_batch=record.batch,
         key=("response_a_id", "response_b_id", "order", "sample")))
 
     def store(item: PairItem, values: dict[str, Any], *, finished: bool = False) -> None:
@@ -205,6 +205,3 @@ def pairwise_judge_run(engine: Engine, spec: PairwiseSpec, backend: Backend, *,
             _cream(items, spec, ask, store, final)
     return report
 
-
-def _store_judgments(session: Session, rows: list[dict[str, Any]]) -> None:
-    upsert_pairwise(session=session, rows=rows)

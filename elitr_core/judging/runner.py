@@ -160,7 +160,7 @@ def judge_run(engine: Engine, spec: JudgeSpec, backend: Backend, *,
     report = JudgeReport(evaluator=spec.evaluator, total=total, skipped=total - len(items))
     record = PassRecord(evaluator_id, report)
     lifecycle = ResumablePass(engine, report, sink, record.end, Storing(
-        Score, _store_judgments, key=("response_id", "sample"), name="judge-writer",
+        Score, crud.upsert_judgments, key=("response_id", "sample"), name="judge-writer",
         after_batch=record.batch))
 
     def store(item: JudgeItem, _: int, completion: Completion) -> None:
@@ -182,6 +182,3 @@ def judge_run(engine: Engine, spec: JudgeSpec, backend: Backend, *,
             store)
     return report
 
-
-def _store_judgments(session: Session, rows: list[dict[str, Any]]) -> None:
-    crud.upsert_judgments(session=session, rows=rows)

@@ -22,7 +22,7 @@ The pass (:class:`~elitr_core.passes.lifecycle.ResumablePass`) builds its store 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,6 +32,12 @@ from sqlmodel import Session
 from elitr_core.data.model_text import storable_row
 from elitr_core.passes.records import Progress
 from elitr_core.passes.writer import BatchWriter
+
+
+class WriteRows(Protocol):
+    """A named write of ``db/`` that stores a batch of rows (``crud.upsert_responses``)."""
+
+    def __call__(self, *, session: Session, rows: Sequence[dict[str, Any]]) -> None: ...
 
 
 class Counts(Protocol):
@@ -44,13 +50,13 @@ class Counts(Protocol):
 
 @dataclass(frozen=True)
 class Storing:
-    """What a pass stores and how: rows of ``table`` written by ``write(session, rows)``, an
+    """What a pass stores and how: rows of ``table`` written by ``write(session=, rows=)``, an
     output named by the ``key`` fields of its row; ``note``: the JSON column where an altered
     row notes its original (None: not noted); ``after_batch(session)``: run in each batch's
     transaction after its rows; ``name``: the writer thread's."""
 
     table: type[Any]
-    write: Callable[[Session, list[dict[str, Any]]], None]
+    write: WriteRows
     key: tuple[str, ...]
     name: str = "writer"
     note: str | None = None
@@ -92,7 +98,7 @@ class Store:
         return self.writer.written
 
     def _write(self, session: Session, items: list[tuple[dict[str, Any], bool]]) -> None:
-        self.storing.write(session, [values for values, _ in items])
+        self.storing.write(session=session, rows=[values for values, _ in items])
         # counted in the batch's transaction: rolled back with it in the database
         self.report.stored += sum(finished for _, finished in items)
         if self.storing.after_batch is not None:

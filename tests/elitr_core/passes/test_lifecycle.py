@@ -5,6 +5,7 @@ the pass."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +39,7 @@ class Recorder:
         return status or self.decide
 
 
-def _write(session: Session, rows: list[dict[str, Any]]) -> None:
+def _write(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     if any(row["slug"] == "poison" for row in rows):
         raise RuntimeError("disk full")
     crud.upsert(session=session, table=Evaluator, keys=["slug"], rows=rows)

@@ -6,6 +6,7 @@ way by each."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -31,8 +32,8 @@ from elitr_core.passes.store import Store, Storing
 from tests.elitr_core.run_helpers import MEETINGS, Events, rows, set_transcripts
 
 
-def _evaluators(session: Session, values: list[dict[str, Any]]) -> None:
-    crud.upsert(session=session, table=Evaluator, keys=["slug"], rows=values,
+def _evaluators(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    crud.upsert(session=session, table=Evaluator, keys=["slug"], rows=rows,
                 update=["description", "config"])
 
 

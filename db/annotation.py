@@ -31,7 +31,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlmodel import Session
 
-from db.crud import SCORE_KEY, upsert
+from db.crud import SCORE_KEY
+from db.keyed import upsert
 from db.models import (
     Annotator,
     Assignment,

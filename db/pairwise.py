@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
-from db import crud
+from db import keyed
 from db.models import NO_SEED, Evaluator, Meeting, PairwiseJudgment, Question, Response, Run
 from db.queries import ScoreFilter, run_label
 
@@ -24,8 +24,8 @@ PAIRWISE_UPDATE: tuple[str, ...] = (
 
 def upsert_pairwise(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Store judgments; a judgment asked again replaces the stored one of the same key."""
-    crud.upsert(session=session, table=PairwiseJudgment, rows=rows, keys=PAIRWISE_KEY,
-                update=PAIRWISE_UPDATE)
+    keyed.upsert(session=session, table=PairwiseJudgment, rows=rows, keys=PAIRWISE_KEY,
+                 update=PAIRWISE_UPDATE)
 
 
 def stored_pairwise_state(

@@ -17,7 +17,8 @@ from sqlalchemy import Integer, case, delete, func, literal, null, select, updat
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
-from db.crud import SCORE_KEY, upsert
+from db.crud import SCORE_KEY
+from db.keyed import upsert
 from db.models import (
     Annotator,
     Assignment,

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from sqlmodel import select
 
-from db.crud import score_row, upsert, upsert_evaluator, upsert_scores
+from db.crud import score_row, upsert_evaluator, upsert_scores
+from db.keyed import upsert
 from db.models import Annotator, Meeting, Question, Response, Run
 from elitr_core.data.database import open_database, writing
 

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 from sqlmodel import Session, select
 
-from db.crud import SCORE_KEY, score_row, upsert, upsert_evaluator, upsert_scores
+from db.crud import SCORE_KEY, score_row, upsert_evaluator, upsert_scores
+from db.keyed import upsert
 from db.models import NO_SEED, Annotator, Meeting, Question, Response, Run, Score, utcnow
 from elitr_core.data.database import open_database, writing
 

@@ -13,7 +13,8 @@ from sqlmodel import Session
 
 from db import annotation as q
 from db import studies as sq
-from db.crud import save, upsert_evaluator
+from db.crud import upsert_evaluator
+from db.keyed import save
 from elitr_core.annotation.auth import new_token
 from elitr_core.annotation.quality import aggregate, get_study
 from elitr_core.annotation.studies import POOLS

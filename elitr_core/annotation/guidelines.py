@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from sqlmodel import Session
 
 from db.annotation import study_by_id
-from db.crud import save
+from db.keyed import save
 from elitr_core.errors import UserError
 from elitr_core.prompts.assembly import rubric_text
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN

@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from db import annotation as q
 from db import studies as sq
-from db.crud import save
+from db.keyed import save
 from db.models import Study
 from db.queries import ScoreFilter, score_rows
 from elitr_core.data.fields import lookup_name

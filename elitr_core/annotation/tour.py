@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlmodel import Session
 
 from db.annotation import annotator_by_id
-from db.crud import save
+from db.keyed import save
 
 
 def tour_seen(session: Session, annotator_id: int) -> bool:

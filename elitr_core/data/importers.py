@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from db import crud
+from db import crud, keyed
 from db.benchmark import has_questions
 from db.models import NO_SEED, Meeting, Question, QuestionTranslation, Response, Run
 from elitr_core.data.benchmark import (
@@ -104,9 +104,9 @@ def _meeting_splits(session: Session, files: list[BenchmarkFile]) -> None:
     meetings = sorted({m for f in files for m in f.meetings})
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     for start in range(0, len(meetings), _IN_LIST):
-        stored |= crud.stored_rows(session=session, table=Meeting, keys=["external_id"],
-                                   columns=["split"],
-                                   where={"external_id": meetings[start:start + _IN_LIST]})
+        stored |= keyed.stored_rows(session=session, table=Meeting, keys=["external_id"],
+                                    columns=["split"],
+                                    where={"external_id": meetings[start:start + _IN_LIST]})
     for f in files:
         for meeting in dict.fromkeys(f.meetings):
             row = stored.get((meeting,))
@@ -116,15 +116,15 @@ def _meeting_splits(session: Session, files: list[BenchmarkFile]) -> None:
 def _import_questions(session: Session, f: BenchmarkFile, report: ImportReport,
                       guard: Guard) -> None:
     _meeting_splits(session, [f])
-    crud.upsert(
+    keyed.upsert(
         session=session,
         table=Meeting,
         keys=["external_id"],
         update=[],
         rows=[{"external_id": m, "split": f.split} for m in dict.fromkeys(f.meetings)],
     )
-    meetings = crud.id_map(session=session, table=Meeting, keys=["external_id"])
-    stored = crud.stored_rows(
+    meetings = keyed.id_map(session=session, table=Meeting, keys=["external_id"])
+    stored = keyed.stored_rows(
         session=session, table=Question, keys=["meeting_id", "number"],
         columns=["question_type", "answer_position", "qa_text", "conv_text", "reference"],
         where={"meeting_id": [meetings[(m,)] for m in set(f.meetings)]})
@@ -149,7 +149,7 @@ def _import_questions(session: Session, f: BenchmarkFile, report: ImportReport,
         guard.check(path=f.name, what=f"meeting {q.meeting} question {q.number}", stored=old,
                     new=row, columns=update)
         rows.append(row)
-    crud.upsert(
+    keyed.upsert(
         session=session, table=Question, rows=rows, keys=["meeting_id", "number"], update=update
     )
     report.counts["meetings"] += len(set(f.meetings))
@@ -175,7 +175,7 @@ def _import_translations(session: Session, f: BenchmarkFile, report: ImportRepor
                          guard: Guard) -> None:
     known = _lookup_questions(session, [f])
     text_column = "qa_text" if f.setting == "qa" else "conv_text"
-    stored = crud.stored_rows(
+    stored = keyed.stored_rows(
         session=session, table=QuestionTranslation, keys=["question_id"],
         columns=[text_column, "reference"],
         where={"language": f.language})
@@ -194,7 +194,7 @@ def _import_translations(session: Session, f: BenchmarkFile, report: ImportRepor
                     f"question {q.number}", stored=old, new=row,
                     columns=[text_column, "reference"])
         rows.append(row)
-    crud.upsert(
+    keyed.upsert(
         session=session,
         table=QuestionTranslation,
         rows=rows,
@@ -223,17 +223,17 @@ def _import_responses(session: Session, files: list[BenchmarkFile], report: Impo
     run_ids = sorted(set(runs.values()))
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     for start in range(0, len(run_ids), _IN_LIST):
-        stored |= crud.stored_rows(session=session, table=Response,
-                                   keys=["run_id", "question_id"], columns=["text"],
-                                   where={"run_id": run_ids[start:start + _IN_LIST]})
+        stored |= keyed.stored_rows(session=session, table=Response,
+                                    keys=["run_id", "question_id"], columns=["text"],
+                                    where={"run_id": run_ids[start:start + _IN_LIST]})
     for (f, r), row in zip(found, rows, strict=True):
         guard.check(path=f.name, what=_describe(r), columns=["text"], new=row,
                     stored=stored.get((row["run_id"], row["question_id"])))
     # files of one import agree (refuse_disagreements): one row per key, as one statement
     # may not touch a row twice on PostgreSQL
     unique = {(row["run_id"], row["question_id"]): row for row in rows}
-    crud.upsert(session=session, table=Response, rows=list(unique.values()),
-                keys=["run_id", "question_id"], update=["text"])
+    keyed.upsert(session=session, table=Response, rows=list(unique.values()),
+                 keys=["run_id", "question_id"], update=["text"])
     _import_scores(session, found, rows, guard)
     report.counts["responses"] += len(rows)
     report.counts["scores"] += sum(len(r.scores) for _, r in found)
@@ -257,9 +257,9 @@ def _store_runs(session: Session,
                 "seed": NO_SEED, "variant": "", "language": "en", "backend": "import",
                 "status": "done", "source": f.name[:512],
                 "config": {"source": "ELITR-Bench release", "file": f.name}})
-    crud.upsert(session=session, table=Run, keys=_RUN_KEY, rows=list(new.values()))
-    ids = crud.id_map(session=session, table=Run, keys=_RUN_KEY,
-                      where={"seed": NO_SEED, "variant": "", "language": "en"})
+    keyed.upsert(session=session, table=Run, keys=_RUN_KEY, rows=list(new.values()))
+    ids = keyed.id_map(session=session, table=Run, keys=_RUN_KEY,
+                       where={"seed": NO_SEED, "variant": "", "language": "en"})
     return {key: ids[(*key, NO_SEED, "", "en")] for key in new}
 
 
@@ -269,7 +269,7 @@ def _refuse_other_questions(session: Session, files: list[BenchmarkFile],
     ids = sorted({known[(q.meeting, q.number)] for f in files for q in f.questions})
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     for start in range(0, len(ids), _IN_LIST):
-        stored |= crud.stored_rows(
+        stored |= keyed.stored_rows(
             session=session, table=Question, keys=["id"],
             columns=["question_type", "answer_position"],
             where={"id": ids[start:start + _IN_LIST]})

@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from db import crud
+from db import crud, keyed
 from db.models import Score
 from elitr_core.data.benchmark import BenchmarkFile
 from elitr_core.data.report import ImportReport
@@ -163,7 +163,7 @@ def guard_scores(session: Session, guard: Guard, *, path: object | Callable[[int
     response_ids = sorted({row["response_id"] for row in rows})
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     for start in range(0, len(response_ids), 1000):  # bounded IN lists on both backends
-        stored |= crud.stored_rows(
+        stored |= keyed.stored_rows(
             session=session, table=Score, keys=crud.SCORE_KEY, columns=["value"],
             where={"response_id": response_ids[start:start + 1000]})
     for index, row in enumerate(rows):

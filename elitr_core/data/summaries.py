@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlmodel import Session
 
 from db.benchmark import meeting_questions, meeting_rows
-from db.crud import save
+from db.keyed import save
 from db.models import Meeting, Question
 from elitr_core.data.records import TRANSCRIPT, validate
 from elitr_core.data.transcripts import CORPUS_FOLDER, read_corpus_file

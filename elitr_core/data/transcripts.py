@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlmodel import Session
 
 from db.benchmark import meeting_rows
-from db.crud import save
+from db.keyed import save
 from elitr_core.data.records import TRANSCRIPT, validate
 from elitr_core.data.validation import read_text
 from elitr_core.errors import DataFileError

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import benchmark as bq
-from db import crud
+from db import crud, keyed
 from db import runs as rq
 from db.models import Response, utcnow
 from db.transaction import writing
@@ -140,7 +140,7 @@ def prepare_run(engine: Engine, spec: GenerationSpec, backend: Backend,
             "process": process_info(), "started_at": now_iso(), "finished_at": None,
         })
         row.config, row.status, row.backend = config, "running", backend.name
-        crud.save(session=session, rows=[row])
+        keyed.save(session=session, rows=[row])
         assert row.id is not None
         return row.id
 
@@ -274,7 +274,7 @@ def _interleaved(engine: Engine, run_id: int, spec: GenerationSpec, backend: Bac
         config["interleave_plan"] = plan
         config["questions"] = sum(len(g["order"]) for g in plan["groups"])
         run.config = config
-        crud.save(session=session, rows=[run])
+        keyed.save(session=session, rows=[run])
     return conversations(plan, work, spec.interleave, spec.seed, backend.count_tokens,
                          qa_markers=spec.qa_markers)
 
@@ -297,7 +297,7 @@ def _record_end(session: Session, status: str | None, error: BaseException | Non
     config["altered_answers"] = sum(1 for meta in metas if meta.get("altered"))
     config["finished_at"] = now_iso()
     run.config, run.status = config, status
-    crud.save(session=session, rows=[run])
+    keyed.save(session=session, rows=[run])
     return status
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from db import crud
+from db import crud, keyed
 from db.models import NO_SEED, Meeting, Response, Run
 from elitr_core.data import records
 from elitr_core.data.model_text import storable_row
@@ -72,9 +72,9 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
            "backend": run.backend, "status": "done", "source": run.source[:512],
            "config": run.config}
     # no update columns: a run imported before keeps its config (a second import is a no-op)
-    crud.upsert(session=session, table=Run, keys=_RUN_KEY, rows=[row])
-    run_id = crud.id_map(session=session, table=Run, keys=_RUN_KEY,
-                         where={"model": model})[tuple(row[k] for k in _RUN_KEY)]
+    keyed.upsert(session=session, table=Run, keys=_RUN_KEY, rows=[row])
+    run_id = keyed.id_map(session=session, table=Run, keys=_RUN_KEY,
+                          where={"model": model})[tuple(row[k] for k in _RUN_KEY)]
     rows = {}
     for answer in run.answers:
         meta: dict[str, Any] = {"harness": BACKENDS[run.backend], "sample": answer.sample}
@@ -84,16 +84,16 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
         rows[questions[(answer.meeting, answer.number)]] = {
             "run_id": run_id, "question_id": questions[(answer.meeting, answer.number)],
             "text": stored.values["text"], "meta": meta}
-    old = crud.stored_rows(session=session, table=Response, keys=["question_id"],
-                           columns=["text"], where={"run_id": [run_id]})
+    old = keyed.stored_rows(session=session, table=Response, keys=["question_id"],
+                            columns=["text"], where={"run_id": [run_id]})
     for (meeting, number), qid in questions.items():
         if qid in rows:
             guard.check(path=run.source, what=f"the response of {_label(model, variant)} to "
                         f"meeting {meeting} "
                         f"question {number}", stored=old.get((qid,)), new=rows[qid],
                         columns=["text"])
-    crud.upsert(session=session, table=Response, rows=list(rows.values()),
-                keys=["run_id", "question_id"], update=["text", "meta"])
+    keyed.upsert(session=session, table=Response, rows=list(rows.values()),
+                 keys=["run_id", "question_id"], update=["text", "meta"])
     _store_scores(session, run, run_id, questions, guard, report)
     report.counts["runs"] += 1
     report.counts["responses"] += len(rows)
@@ -123,8 +123,8 @@ def _question_ids(session: Session, run: HarnessRun) -> dict[tuple[str, int], in
     of the run's split is refused."""
     known = crud.question_ids(session=session)
     meetings = sorted({a.meeting for a in run.answers})
-    splits = crud.stored_rows(session=session, table=Meeting, keys=["external_id"],
-                              columns=["split"], where={"external_id": meetings})
+    splits = keyed.stored_rows(session=session, table=Meeting, keys=["external_id"],
+                               columns=["split"], where={"external_id": meetings})
     for meeting in meetings:
         row = splits.get((meeting,))
         refuse_other_split(run.source, meeting, row["split"] if row else None, run.split)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from sqlmodel import Session
 
 from db.benchmark import evaluator_by_id
-from db.crud import save
+from db.keyed import save
 from db.models import Evaluator
 from elitr_core.errors import UserError
 from elitr_core.passes.lifecycle import PassReport

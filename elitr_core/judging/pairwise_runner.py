@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db import crud
+from db import crud, keyed
 from db.benchmark import evaluator_by_id
 from db.models import PairwiseJudgment, utcnow
 from db.pairwise import upsert_pairwise
@@ -90,7 +90,7 @@ def prepare_pairwise_evaluator(session: Session, spec: PairwiseSpec, backend: Ba
                             "another --evaluator slug")
     start_pass(evaluator, identity, {"backend": backend.describe(), "filters": spec.filters(),
                                      "samples": spec.samples, "seed": spec.seed})
-    crud.save(session=session, rows=[evaluator])
+    keyed.save(session=session, rows=[evaluator])
     return evaluator_id
 
 

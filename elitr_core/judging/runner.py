@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import benchmark as bq
-from db import crud
+from db import crud, keyed
 from db.models import NO_SEED, Score, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
@@ -111,7 +111,7 @@ def prepare_evaluator(session: Session, spec: JudgeSpec, backend: Backend) -> in
     start_pass(evaluator, identity, {"backend": backend.describe(), "filters": spec.filters(),
                                      "samples": spec.samples, "seed": spec.seed,
                                      "decoding": decoding})
-    crud.save(session=session, rows=[evaluator])
+    keyed.save(session=session, rows=[evaluator])
     return evaluator_id
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
-from db import crud
+from db import crud, keyed
 from db.models import NO_SEED, Annotator, Evaluator, Meeting, Question, Response, Run, Score
 from elitr_core.data.database import open_database, reading, writing
 from tests import small_db
@@ -91,7 +91,7 @@ def test_upsert_evaluator_returns_the_existing_id(small_sqlite: str) -> None:
         gold = crud.upsert_evaluator(session=session, slug="gold-human", kind="human")
     assert first == again != gold
     with reading(open_database(small_sqlite)) as session:
-        kinds = crud.id_map(session=session, table=Evaluator, keys=["slug", "kind"])
+        kinds = keyed.id_map(session=session, table=Evaluator, keys=["slug", "kind"])
     assert kinds[("new-judge", "llm")] == first  # created once, never overwritten
     assert ("new-judge", "human") not in kinds
 
@@ -100,13 +100,13 @@ def test_statements_are_chunked(small_sqlite: str, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(crud, "_CHUNK", 5)
     engine = open_database(small_sqlite)
     with writing(engine) as session:
-        crud.upsert(session=session, table=Meeting, keys=["external_id"], rows=[
+        keyed.upsert(session=session, table=Meeting, keys=["external_id"], rows=[
             {"external_id": f"meeting_en_dev_{n:03d}", "split": "dev"} for n in range(12)])
-        crud.upsert(session=session, table=Meeting, keys=["external_id"], rows=[])
+        keyed.upsert(session=session, table=Meeting, keys=["external_id"], rows=[])
         pairs = [(r.run_id, r.question_id) for r in session.exec(select(Response))]
         found = crud.response_ids(session=session, pairs=pairs)
-        meetings = crud.id_map(session=session, table=Meeting, keys=["external_id"],
-                               where={"split": "dev"})
+        meetings = keyed.id_map(session=session, table=Meeting, keys=["external_id"],
+                                where={"split": "dev"})
     assert len(pairs) == len(found) == 72 and set(found) == set(pairs)
     assert len(meetings) == 12 + 1  # the new ones and the benchmark's dev meeting
 

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import delete, update
 from sqlmodel import select
 
-from db.crud import upsert, upsert_evaluator
+from db.crud import upsert_evaluator
+from db.keyed import upsert
 from db.meetings import meeting_browser, meeting_transcript, meetings
 from db.models import NO_SEED, Evaluator, Meeting, QuestionTranslation, Response, Run, Score
 from db.queries import (

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from db.crud import upsert, upsert_evaluator
+from db.crud import upsert_evaluator
+from db.keyed import upsert
 from db.models import Meeting, Question, Response, Run
 from db.transaction import writing
 from elitr_core.data.database import open_database

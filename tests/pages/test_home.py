@@ -51,7 +51,7 @@ def _add_runs(url: str) -> None:
     """A retrieval variant of model A (``A (bm25)``) and a summary run of A, 6 responses each."""
     from sqlmodel import select
 
-    from db.crud import upsert
+    from db.keyed import upsert
     from db.models import NO_SEED, Meeting, Question, Response, Run
     from elitr_core.data.database import open_database, writing
 

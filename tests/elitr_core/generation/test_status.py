@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from db.crud import upsert
+from db.keyed import upsert
 from db.models import NO_SEED, Evaluator, Question, Response, Run
 from elitr_core.data.database import open_database, reading, writing
 from elitr_core.generation.status import (

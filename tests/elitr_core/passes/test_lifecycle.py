@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db import crud
+from db import keyed
 from db.models import Evaluator
 from elitr_core.data.database import open_database
 from elitr_core.passes.lifecycle import PassReport, ResumablePass
@@ -42,7 +42,7 @@ class Recorder:
 def _write(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     if any(row["slug"] == "poison" for row in rows):
         raise RuntimeError("disk full")
-    crud.upsert(session=session, table=Evaluator, keys=["slug"], rows=rows)
+    keyed.upsert(session=session, table=Evaluator, keys=["slug"], rows=rows)
 
 
 def _row(slug: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import Session
 
-from db import crud
+from db import keyed
 from db.engine import get_engine
 from db.models import Evaluator
 from elitr_core.data.database import open_database
@@ -16,8 +16,8 @@ from elitr_core.passes.writer import BatchWriter
 
 
 def _write(session: Session, slugs: list[str]) -> None:
-    crud.upsert(session=session, table=Evaluator, keys=["slug"],
-                rows=[{"slug": s, "kind": "llm", "description": "", "config": {}} for s in slugs])
+    keyed.upsert(session=session, table=Evaluator, keys=["slug"],
+                 rows=[{"slug": s, "kind": "llm", "description": "", "config": {}} for s in slugs])
 
 
 def test_every_item_is_written_once_from_many_threads(db_url: str) -> None:

@@ -1,11 +1,15 @@
 """Runs (researcher): generation runs and LLM judges, live progress, and background jobs."""
 
+import itertools
 import shlex
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from elitr_core.backends.registry import BACKEND_NAMES
+from elitr_core.backends import registry
+from elitr_core.backends.base import BackendOption
+from elitr_core.backends.registry import backend_class
 from elitr_core.data.database import reading
 from elitr_core.errors import UserError
 from elitr_core.generation import jobs, preflight
@@ -19,8 +23,10 @@ from ui.tables import show_table
 from ui.text import code_span, md, message, plain
 
 GOING_KEY = "runs.going"
-#: the form's backends: a real one first, the demo backend ``fake`` last (never a default)
-BACKENDS = sorted(BACKEND_NAMES, key=lambda name: (name == "fake", name != "openai", name))
+#: the form's backends: those asking a server first, then those loading the model here, the
+#: demo backends last (never a default); the registry's order within each
+BACKENDS = sorted(registry.BACKENDS, key=lambda name: (backend_class(name).demo,
+                                                       backend_class(name).loads_model))
 
 #: seconds between two refreshes of the progress while a job or run is going
 REFRESH_S = 2.0
@@ -52,6 +58,36 @@ def with_speed(runs: pd.DataFrame, total: str = "questions") -> pd.DataFrame:
 def _or_all(value: str) -> str:
     """A choice as the form shows it: the empty one (no filter) reads "all"."""
     return value or "all"
+
+
+def backend_fields(columns: list[Any]) -> dict[str, dict[str, object]]:
+    """A field for each option a backend declares with a form label (once when several
+    backends declare it), taking the columns in turn: backend -> {option: value}."""
+    shown: dict[str, tuple[BackendOption, list[str]]] = {}
+    for name in BACKENDS:
+        for option in backend_class(name).options:
+            if option.label:
+                shown.setdefault(option.name, (option, []))[1].append(name)
+    values: dict[str, dict[str, object]] = {name: {} for name in BACKENDS}
+    for (option, names), column in zip(shown.values(), itertools.cycle(columns), strict=False):
+        value = backend_field(column, option, f"{option.label} ({', '.join(names)})")
+        for name in names:
+            values[name][option.name] = value
+    return values
+
+
+def backend_field(column: Any, option: BackendOption, label: str) -> object:
+    """The widget of one declared option: a checkbox, a choice, a number or a text."""
+    key = f"runs.{option.name}"
+    if option.type is bool:
+        return column.checkbox(label, value=bool(option.default), key=key)
+    if option.choices:
+        return column.selectbox(label, [option.default, *option.choices], key=key,
+                                format_func=lambda c: "default" if c is None else str(c))
+    if option.type in (int, float):
+        return column.number_input(label, value=option.default, key=key,
+                                   step=1 if option.type is int else None)
+    return column.text_input(label, placeholder=option.placeholder or "", key=key)
 
 
 def refusal(kind: str, options: dict[str, object]) -> str:
@@ -155,11 +191,8 @@ kind = st.radio("Job", ["generate", "judge"], horizontal=True, key="runs.kind")
 with st.form("runs.start"):
     left, mid, right = st.columns(3)
     backend = left.selectbox("Backend", BACKENDS, key="runs.backend")
-    base_url = mid.text_input("Base URL (openai)", placeholder="http://host:8000/v1",
-                             key="runs.base_url")
-    model_path = right.text_input("Model path (hf)")
-    options: dict[str, object] = {"backend": backend, "base_url": base_url,
-                                  "model_path": model_path}
+    fields = backend_fields([mid, right, left])  # as each backend declares them
+    options: dict[str, object] = {"backend": backend, **fields[backend]}
     any_ = [""] if kind == "judge" else []  # a judge pass may take every split/setting/mode
     split = left.selectbox("Split", [*any_, "test2", "dev"], format_func=_or_all)
     setting = mid.selectbox("Setting", [*any_, "qa", "conv"], format_func=_or_all)

@@ -11,8 +11,9 @@ with an answer (store it, count it, report progress) is the caller's: ``elitr_co
 from __future__ import annotations
 
 import abc
+import importlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -105,15 +106,90 @@ class Completion:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class BackendOption:
+    """One option a backend declares (:attr:`Backend.options`): the command line's flag, the
+    Runs page's field and the keyword its constructor takes are all built from it.
+
+    ``name`` is the keyword (``model_path``) and, dashed, the flag (``--model-path``) unless
+    ``flag`` says otherwise (a ``bool`` whose default is true is switched off by a flag such
+    as ``--no-chat-template``). ``default`` is the constructor's own (the command line leaves
+    an option unset, so the backend's default applies; ``help`` says it). ``label``, when
+    given, puts the option in the Runs page's form under that name. ``shapes_prompt`` marks an
+    option that shapes the prompt built in this process, which a generation run records:
+    offered to ``generate`` only, and refused with a backend that does not declare it.
+    """
+
+    name: str
+    type: type = str
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    flag: str | None = None
+    label: str | None = None
+    placeholder: str | None = None
+    shapes_prompt: bool = False
+
+    @property
+    def cli_flag(self) -> str:
+        """The command line's flag: ``flag``, else ``--`` and the dashed name."""
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def help_text(self) -> str:
+        """``help``, with the default said when it is a value (not ``None`` or a switch)."""
+        if self.default is None or self.type is bool:
+            return self.help
+        shown = f"{self.default:g}" if isinstance(self.default, float) else self.default
+        return f"{self.help} (default {shown})"
+
+    def argv(self, value: Any) -> list[str]:
+        """The command-line arguments that give ``value`` (none for an empty value or the
+        default, which the backend applies itself)."""
+        if value is None or value == "" or value == self.default:
+            return []
+        if self.type is bool:
+            return [self.cli_flag]
+        return [self.cli_flag, str(value)]
+
+
+def load(target: str) -> type[Backend]:
+    """The class named by ``"module:Class"``, importing its module now."""
+    module, _, name = target.partition(":")
+    found: type[Backend] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def construct(cls: type[Backend], options: Mapping[str, Any]) -> Backend:
+    """``cls`` built from the options its constructor takes (the others are another
+    backend's: the command line hands every backend the same options)."""
+    taken = inspect.signature(cls).parameters
+    return cls(**{key: value for key, value in options.items() if key in taken})
+
+
 class Backend(abc.ABC):
     """Turns conversations into completions; subclasses implement :meth:`generate`.
 
     A new backend is one module with a subclass and one line in
-    :data:`elitr_core.backends.registry.BACKENDS`.
+    :data:`elitr_core.backends.registry.BACKENDS`. The class declares itself: its
+    :attr:`name`, a :attr:`summary` for ``--backend``'s help, its :attr:`options` and its
+    :meth:`preflight`; the command line, the Runs page and the dashboard's checks are built
+    from those, so its module must import nothing heavy at import time (torch and the like
+    are imported when the backend is built, as ``hf`` does with its engine).
     """
 
     #: Short backend name stored in the run config (``hf``, ``openai``, ``fake``).
     name: str = "backend"
+    #: What it is, in a few words (the help of ``--backend``).
+    summary: str = ""
+    #: The options it takes beyond the command's model name (see :class:`BackendOption`).
+    options: tuple[BackendOption, ...] = ()
+    #: Answers without a model (demos and tests): the Runs form lists it last, never first.
+    demo: bool = False
+    #: Loads the model into this machine's memory: the Runs form lists the backends that ask
+    #: a server first.
+    loads_model: bool = False
     #: What :meth:`count_tokens` counts (stored with an interleaved run's memory span).
     token_unit: str = "whitespace words"
 
@@ -133,8 +209,20 @@ class Backend(abc.ABC):
     def from_options(cls, **options: Any) -> Backend:
         """Build from the command line's options: those the constructor takes; the CLI hands
         every backend the same options and each takes its own."""
-        taken = inspect.signature(cls).parameters
-        return cls(**{key: value for key, value in options.items() if key in taken})
+        return construct(cls, options)
+
+    @classmethod  # noqa: B027 - optional hook, most backends have nothing to check
+    def preflight(cls, options: Mapping[str, Any]) -> None:
+        """Raise a :class:`UserError` when a job on this backend could not start with
+        ``options`` (the Runs form's values by option name), saying why and what to fill
+        in: the dashboard checks it before starting the job. Nothing to check by default."""
+
+    @classmethod
+    def field(cls, option: str) -> str:
+        """The Runs form's field of ``option``, quoted as a message names it:
+        ``"Model path (hf)"``."""
+        label = next(o.label or o.name for o in cls.options if o.name == option)
+        return f'"{label} ({cls.name})"'
 
     def describe(self) -> dict[str, Any]:
         """What to store in a run config about this backend (model, revision, versions)."""

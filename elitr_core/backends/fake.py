@@ -68,6 +68,8 @@ class FakeBackend(Backend):
     """
 
     name = "fake"
+    summary = "deterministic demo answers"
+    demo = True
 
     def __init__(self, *, unparsable_rate: float = 0.0) -> None:
         if not 0.0 <= unparsable_rate <= 1.0:

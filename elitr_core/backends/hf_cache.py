@@ -21,10 +21,8 @@ from transformers import (
 )
 
 from elitr_core.backends.base import DecodingConfig
+from elitr_core.backends.hf import TRUNCATION_POLICIES
 from elitr_core.errors import UserError
-
-TRUNCATION_POLICIES = ("middle", "left")
-"""Ways to cut a prompt that does not fit: keep head and tail (``middle``) or the tail."""
 
 _DTYPES = {
     "bfloat16": torch.bfloat16,

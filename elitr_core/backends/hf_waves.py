@@ -37,8 +37,9 @@ from elitr_core.backends.shared_prefix import (
 
 
 class Engine(Protocol):
-    """What the waves need of the model's owner (:class:`~elitr_core.backends.hf.HFBackend`);
-    a protocol, so this module never imports the backend that imports it."""
+    """What the waves need of the model's owner
+    (:class:`~elitr_core.backends.hf_engine.HFEngine`); a protocol, so this module never
+    imports the engine that imports it."""
 
     model: Any
     device: torch.device

@@ -6,6 +6,9 @@ concurrency (one ``asyncio.Semaphore``), our own retries (exponential backoff wi
 conversations sharing a ``cache_key``) first sends its first conversation with
 ``max_tokens=1``, all meetings together, so that the server's prefix cache holds each
 transcript; then every question of every meeting fans out under the one concurrency bound.
+The client (:mod:`~elitr_core.backends.openai_requests`, which imports ``openai``) is
+imported when the first request goes, so reading this backend's options and checks (the
+command line's help, the Runs page) loads no client.
 
 Server notes
 ------------
@@ -26,29 +29,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
+import socket
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
-
 from elitr_core import settings
 from elitr_core.backends.base import (
     Backend,
+    BackendOption,
     Conversation,
     DecodingConfig,
     Message,
     ResultCallback,
-)
-from elitr_core.backends.openai_requests import (
-    RETRY_AFTER_CAP_S,
-    RequestSession,
-    retry_after_seconds,
-    run_all,
-    run_sync,
-    sendable,
 )
 from elitr_core.errors import UserError
 
@@ -71,6 +67,9 @@ _ADVICE = {
     403: "check the API key (OPENAI_API_KEY)",
     429: "the server is rate-limiting us: lower the concurrency or retry later",
 }
+#: seconds the dashboard waits for the server's port to accept a connection
+CONNECT_TIMEOUT_S = 3.0
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def public_url(url: str) -> str:
@@ -92,7 +91,10 @@ class OpenAIBackend(Backend):
     base_url : str, optional
         Server URL ending in ``/v1``; default ``OPENAI_BASE_URL`` or the OpenAI API.
     api_key : str, optional
-        Default ``OPENAI_API_KEY``; ``"EMPTY"`` for non-OpenAI servers when unset.
+        Default: the variable ``api_key_env`` names, else ``OPENAI_API_KEY``; ``"EMPTY"`` for
+        non-OpenAI servers when unset.
+    api_key_env : str
+        The environment variable holding the key.
     concurrency : int
         Most requests in flight at once.
     timeout : float
@@ -113,6 +115,19 @@ class OpenAIBackend(Backend):
     """
 
     name = "openai"
+    summary = "any OpenAI-compatible server (vLLM, SGLang, TGI, OpenAI)"
+    options = (
+        BackendOption("base_url", metavar="URL", label="Base URL",
+                      placeholder="http://host:8000/v1",
+                      help="server URL ending in /v1 (default $OPENAI_BASE_URL or OpenAI)"),
+        BackendOption("api_key_env", default=settings.OPENAI_API_KEY, metavar="NAME",
+                      help="environment variable holding the API key"),
+        BackendOption("concurrency", int, 8, metavar="N", help="requests in flight at once"),
+        BackendOption("max_retries", int, 6, metavar="N",
+                      help="retries on 429/5xx/connection errors"),
+        BackendOption("timeout", float, 600.0, metavar="S",
+                      help="seconds one request may take"),
+    )
 
     def __init__(
         self,
@@ -120,6 +135,7 @@ class OpenAIBackend(Backend):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
+        api_key_env: str = settings.OPENAI_API_KEY,
         concurrency: int = 8,
         timeout: float = 600.0,
         max_retries: int = 6,
@@ -149,7 +165,8 @@ class OpenAIBackend(Backend):
                 f"bad base URL {public_url(self.base_url)!r}: expected http(s)://host:port/v1"
             )
         self.is_openai_api = parts.hostname.endswith("openai.com")
-        key = api_key or settings.value(settings.OPENAI_API_KEY)
+        key = (api_key or (settings.value(api_key_env) if api_key_env else None)
+               or settings.value(settings.OPENAI_API_KEY))
         if not key and self.is_openai_api:
             raise UserError(
                 "no API key for the OpenAI API: set the OPENAI_API_KEY environment variable"
@@ -171,6 +188,15 @@ class OpenAIBackend(Backend):
             raise UserError("the openai backend needs a model name (--model)")
         return super().from_options(**options)
 
+    @classmethod
+    def preflight(cls, options: Mapping[str, Any]) -> None:
+        """The form's base URL (or ``OPENAI_BASE_URL``) is given and its server answers."""
+        base_url = str(options.get("base_url") or "").strip() or settings.text(
+            settings.OPENAI_BASE_URL)
+        if not base_url:  # not OpenAI's address in its place: the form's field was left empty
+            raise UserError(EMPTY_BASE_URL)
+        check_reachable(base_url)
+
     # -- the protocol -------------------------------------------------------------------------
     def generate(self, conversations: Sequence[Conversation], decoding: DecodingConfig,
                  on_result: ResultCallback) -> None:
@@ -182,10 +208,14 @@ class OpenAIBackend(Backend):
         answered, that meeting's conversations join the others. A conversation sends its turns
         one after another. Raises :class:`UserError` when the server cannot answer.
         """
+        from elitr_core.backends.openai_requests import run_sync
+
         run_sync(lambda: self.agenerate(conversations, decoding, on_result))
 
     def describe(self) -> dict[str, Any]:
         """Backend, credential-free base URL, model, concurrency and client version."""
+        import openai
+
         return {
             "backend": self.name,
             "base_url": public_url(self.base_url),
@@ -198,6 +228,8 @@ class OpenAIBackend(Backend):
     async def agenerate(self, conversations: Sequence[Conversation], decoding: DecodingConfig,
                         on_result: ResultCallback) -> None:
         """Async form of :meth:`generate` for callers that already run an event loop."""
+        from elitr_core.backends.openai_requests import RequestSession, run_all
+
         self._check_decoding(decoding)
         asking = [i for i, c in enumerate(conversations) if c.remaining()]
         sharing = Counter(conversations[i].cache_key for i in asking)
@@ -254,6 +286,8 @@ class OpenAIBackend(Backend):
         return params
 
     def _backoff(self, attempt: int, error: BaseException) -> float:
+        from elitr_core.backends.openai_requests import RETRY_AFTER_CAP_S, retry_after_seconds
+
         waited = retry_after_seconds(error)
         if waited is not None:
             return min(waited, RETRY_AFTER_CAP_S)
@@ -262,6 +296,8 @@ class OpenAIBackend(Backend):
 
     def _error(self, error: BaseException, attempts: int) -> UserError:
         """What the user sees when a request fails for good: what happened, what to do."""
+        import openai
+
         url = public_url(self.base_url)
         tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
         if isinstance(error, openai.APITimeoutError):
@@ -286,3 +322,28 @@ class OpenAIBackend(Backend):
         return UserError(
             f"the server at {url} answered HTTP {status} ({error.message}) after {tries}: {advice}"
         )
+
+
+def sendable(message: Message) -> Message:
+    """``message`` with U+FFFD for each lone surrogate (the client encodes UTF-8, which has no
+    surrogates: the request would fail before leaving)."""
+    content = message.get("content", "")
+    if _SURROGATE.search(content) is None:
+        return message
+    return {**message, "content": _SURROGATE.sub("\ufffd", content)}
+
+
+def check_reachable(base_url: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise a :class:`UserError` when nothing accepts a connection at the URL's host:port."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"bad base URL {public_url(base_url)!r}: expected "
+                        "http(s)://host:port/v1")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"cannot reach the server at {public_url(base_url)} ({exc.strerror or exc}): start "
+            "it (for example vLLM's server) or correct the base URL") from None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +26,6 @@ logger = logging.getLogger("elitr_core.backends.openai_backend")  # one logger f
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 RETRY_AFTER_CAP_S = 300.0  # a server asking for more than 5 minutes is treated as down
 T = TypeVar("T")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Asker(Protocol):
@@ -130,15 +128,6 @@ class RequestSession:
                 logger.warning("server rejects prompt_cache_key; no longer sending it")
                 self.backend.send_prompt_cache_key = False
             return response
-
-
-def sendable(message: Message) -> Message:
-    """``message`` with U+FFFD for each lone surrogate (the client encodes UTF-8, which has no
-    surrogates: the request would fail before leaving)."""
-    content = message.get("content", "")
-    if _SURROGATE.search(content) is None:
-        return message
-    return {**message, "content": _SURROGATE.sub("\ufffd", content)}
 
 
 def _completion(response: Any, attempts: int) -> Completion:

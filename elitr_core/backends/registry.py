@@ -8,10 +8,9 @@ called), but a plain table: the backends are ours, so nothing needs to register 
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from elitr_core.backends.base import Backend
+from elitr_core.backends.base import Backend, load
 from elitr_core.errors import UserError
 
 #: Name -> ``"module:Class"``. A new backend is a module with a :class:`Backend` subclass and
@@ -33,10 +32,8 @@ def backend_class(name: str) -> type[Backend]:
         Unknown name.
     """
     if name not in BACKENDS:
-        raise UserError(f"unknown backend {name!r}; use one of {', '.join(BACKEND_NAMES)}")
-    module, _, cls = BACKENDS[name].partition(":")
-    found: type[Backend] = getattr(importlib.import_module(module), cls)
-    return found
+        raise UserError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
+    return load(BACKENDS[name])
 
 
 def get_backend(name: str, **options: Any) -> Backend:

@@ -11,9 +11,12 @@ import logging
 import sys
 from typing import Any
 
-from elitr_core import settings
-from elitr_core.backends.registry import BACKENDS
 from elitr_core.cli import startup
+from elitr_core.cli.backend_flags import (
+    add_backend_flags,
+    backend_values,
+    refuse_foreign_prompt_options,
+)
 from elitr_core.cli.options import SEVERAL, WHOLE, ListOption, db_option
 from elitr_core.errors import UserError
 from elitr_core.passes.records import DEFAULT_SEED
@@ -57,29 +60,8 @@ class TqdmProgress:
             self.bar = None
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=BACKENDS, required=True,
-                   help="hf: transformers in this process; openai: any OpenAI-compatible server "
-                   "(vLLM, SGLang, TGI, OpenAI); fake: deterministic demo answers")
-    p.add_argument("--model-path", metavar="DIR",
-                   help="hf: local model directory (default: --model as a hub name)")
-    p.add_argument("--revision", help="hf: hub revision to pin")
-    p.add_argument("--device", help="hf: cuda, cuda:1 or cpu (default: CUDA when available)")
-    p.add_argument("--dtype", help="hf: bfloat16, float16 or float32 (default bf16 on CUDA)")
-    p.add_argument("--batch-size", type=int, metavar="N",
-                   help="hf: questions decoded together, across meetings (default: as many as "
-                   "free memory holds)")
-    p.add_argument("--base-url", metavar="URL",
-                   help="openai: server URL ending in /v1 (default $OPENAI_BASE_URL or OpenAI)")
-    p.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
-                   help="openai: environment variable holding the API key (default "
-                   "OPENAI_API_KEY)")
-    p.add_argument("--concurrency", type=int, metavar="N",
-                   help="openai: requests in flight at once (default 8)")
-    p.add_argument("--max-retries", type=int, metavar="N",
-                   help="openai: retries on 429/5xx/connection errors (default 6)")
-    p.add_argument("--timeout", type=float, metavar="S",
-                   help="openai: seconds one request may take (default 600)")
+def _common(p: argparse.ArgumentParser, *, generation: bool) -> None:
+    add_backend_flags(p, generation=generation)  # as each backend declares them
     db_option(p)
     p.add_argument("--log", metavar="FILE", help="also write the run's events to FILE")
 
@@ -92,7 +74,8 @@ def register(sub: Any) -> None:
         "answer is stored as it arrives; running the same command again finishes the run "
         "without asking any question twice.")
     p.add_argument("--model", required=True, metavar="NAME",
-                   help="model name stored with the run (and sent to an openai server)")
+                   help="model name stored with the run (and given to the backend: the "
+                   "server's name for it, or a hub name)")
     p.add_argument("--setting", choices=SETTINGS, help="qa or conv (required unless --task "
                    "summary)")
     p.add_argument("--mode", choices=MODES, help="st or mt (required unless --task summary)")
@@ -118,15 +101,8 @@ def register(sub: Any) -> None:
                    help="ask 'QUESTION: <question> ANSWER:'")
     p.add_argument("--length-instruction", action="store_true",
                    help="L-Eval's length instruction: answer in N words (N from the reference)")
-    p.add_argument("--no-chat-template", action="store_true",
-                   help="hf: raw prompt instead of the tokenizer's chat template")
     p.add_argument("--system-prompt", action="store_true",
                    help="answer prompt in a system message (the reference code, OpenAI models)")
-    p.add_argument("--truncation", choices=["middle", "left"],
-                   help="hf: cut a transcript longer than the context (recorded with the run; "
-                   "default: refuse)")
-    p.add_argument("--max-context", type=int, metavar="N",
-                   help="hf: context length (default: the model's)")
     p.add_argument("--context", choices=["full", "bm25"], default="full",
                    help="full: the whole transcript (default); bm25: only the --top-k chunks "
                    "of whole utterances most relevant to the question, in transcript order "
@@ -136,7 +112,7 @@ def register(sub: Any) -> None:
     p.add_argument("--chunk-tokens", type=int, default=500, metavar="M",
                    help="bm25: at most M words per chunk (default 500)")
     _interleave_options(p)
-    _common(p)
+    _common(p, generation=True)
     p.set_defaults(handler=cmd_generate)
 
     p = sub.add_parser(
@@ -168,7 +144,7 @@ def register(sub: Any) -> None:
                    help="cream/battle: N random pairs per question (default: all pairs)")
     p.add_argument("--max-key-facts", type=int, default=16, metavar="K",
                    help="cream: at most K key facts per comparison (default 16)")
-    _common(p)
+    _common(p, generation=False)
     p.set_defaults(handler=cmd_judge)
 
 
@@ -215,14 +191,7 @@ def _backend(args: argparse.Namespace, model: str) -> Any:
     """The command's backend: every backend gets the same options and takes its own."""
     from elitr_core.backends.registry import get_backend
 
-    key = settings.value(args.api_key_env) if args.api_key_env else None
-    return get_backend(
-        args.backend, model=model, model_path=args.model_path, revision=args.revision,
-        device=args.device, dtype=args.dtype, batch_size=args.batch_size,
-        use_chat_template=False if getattr(args, "no_chat_template", False) else None,
-        max_context=getattr(args, "max_context", None),
-        truncation=getattr(args, "truncation", None), base_url=args.base_url, api_key=key,
-        concurrency=args.concurrency, max_retries=args.max_retries, timeout=args.timeout)
+    return get_backend(args.backend, model=model, **backend_values(args))
 
 
 def _close(backend: Any, log: str | None) -> None:
@@ -234,31 +203,12 @@ def _close(backend: Any, log: str | None) -> None:
                 logging.getLogger().removeHandler(handler)
 
 
-def _check_prompt_flags(args: argparse.Namespace) -> None:
-    """Refuse the flags that shape the prompt in this process with a backend that does not
-    take them (a server applies its own chat template and context limit)."""
-    import inspect
-
-    from elitr_core.backends.registry import backend_class
-
-    flags = {"--truncation": ("truncation", args.truncation),
-             "--max-context": ("max_context", args.max_context),
-             "--no-chat-template": ("use_chat_template", args.no_chat_template)}
-    given = {flag: option for flag, (option, value) in flags.items() if value}
-    if given:
-        taken = inspect.signature(backend_class(args.backend)).parameters
-        if any(option not in taken for option in given.values()):
-            raise UserError(f"{', '.join(given)}: the {args.backend} backend does not take "
-                            "them (a server applies its own chat template and context limit; "
-                            "use --backend hf)")
-
-
 def cmd_generate(args: argparse.Namespace) -> int:
     """Run or resume one generation run; print a summary."""
     from elitr_core.backends.base import DecodingConfig
     from elitr_core.generation.runs import GenerationSpec, generate_run
 
-    _check_prompt_flags(args)
+    refuse_foreign_prompt_options(args)
     top_p = args.top_p if args.top_p is not None else (
         NUCLEUS_TOP_P if args.temperature > 0 else 1.0)
     decoding = DecodingConfig(temperature=args.temperature, top_p=top_p,
@@ -278,9 +228,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     spec = GenerationSpec(
         model=args.model, setting=setting, mode=mode, split=args.split, task=args.task,
         seed=args.seed, language=args.language, variant=args.variant, meetings=meetings,
-        decoding=decoding, chat_template=not args.no_chat_template,
+        decoding=decoding, chat_template=getattr(args, "use_chat_template", None) is not False,
         system_prompt=args.system_prompt, qa_markers=args.qa_markers,
-        length_instruction=args.length_instruction, truncation=args.truncation,
+        length_instruction=args.length_instruction,
+        truncation=getattr(args, "truncation", None),
         context=args.context, top_k=args.top_k, chunk_tokens=args.chunk_tokens,
         interleave=_interleaving(args),
     ).checked()

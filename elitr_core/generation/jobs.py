@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_core import settings
+from elitr_core.backends.registry import backend_class
 from elitr_core.errors import UserError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,9 @@ def build_command(command: str, options: Mapping[str, Any]) -> list[str]:
 
     ``True`` gives a bare flag, ``False``, ``None`` and ``""`` are left out, a list or tuple
     repeats the option, anything else becomes ``--name value``; ``under_scores`` become
-    ``--under-scores``.
+    ``--under-scores``. An option the chosen ``backend`` declares is written as its
+    declaration says (:meth:`~elitr_core.backends.base.BackendOption.argv`: its own flag, and
+    nothing for its default).
 
     Examples
     --------
@@ -65,10 +68,15 @@ def build_command(command: str, options: Mapping[str, Any]) -> list[str]:
     if command not in COMMANDS:
         raise UserError(f"unknown job {command!r}; use one of {', '.join(COMMANDS)}")
     argv = [command]
+    declared = ({option.name: option for option in backend_class(str(options["backend"])).options}
+                if options.get("backend") else {})
     for name, value in options.items():
         flag = name.replace("_", "-")
         if not _FLAG_RE.match(flag):
             raise UserError(f"bad option name {name!r}")
+        if name in declared:
+            argv += declared[name].argv(value)
+            continue
         if value is None or value is False or value == "":
             continue
         if value is True:

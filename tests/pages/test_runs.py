@@ -337,3 +337,31 @@ def test_an_interleaved_run_starts_from_the_form_and_a_bad_one_is_refused(url: s
     assert jobs.exit_code(job.pid) == 0, job.log_path.read_text()
     log = job.log_path.read_text()
     assert "interleaved-model QA-int2 5k test2" in log and "28 answer(s) written" in log
+
+
+def test_a_backend_added_by_one_registry_line_brings_its_option_to_the_form(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The form's backend fields are built from what each backend declares: the test backend
+    of tests/elitr_core/passes/overlap_backend.py, registered by one line, is listed and its
+    one option is a field whose value reaches the job's command, with no change to the page."""
+    from elitr_core.backends import registry
+
+    monkeypatch.setitem(registry.BACKENDS, "overlap",
+                        "tests.elitr_core.passes.overlap_backend:OverlapBackend")
+    started: list[list[str]] = []
+    monkeypatch.setattr(jobs, "start_job", started.append)  # its process knows no overlap
+    app = runs_page()
+    assert app.selectbox(key="runs.backend").options == ["openai", "overlap", "hf", "fake"]
+    field = app.number_input(key="runs.max_words")
+    assert field.label == "Max words (overlap)" and field.value is None
+    assert app.text_input(key="runs.model_path").label == "Model path (hf)"
+    app.radio(key="runs.kind").set_value("generate").run()
+    app.selectbox(key="runs.backend").set_value("overlap")
+    app.text_input(key="runs.model").input("overlap-model")
+    app.text_input(key="runs.meetings").input(",".join(MEETINGS))
+    app.number_input(key="runs.max_words").set_value(3)
+    app.button[1].click().run()
+    assert not app.exception and not app.error
+    (argv,) = started
+    assert argv[:3] == ["generate", "--backend", "overlap"]
+    assert argv[argv.index("--max-words") + 1] == "3"

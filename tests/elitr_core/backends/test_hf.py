@@ -24,8 +24,8 @@ from elitr_core.backends.base import (
     collect,
     complete,
 )
-from elitr_core.backends.hf import HFBackend
 from elitr_core.backends.hf_cache import common_token_prefix, truncate_tokens
+from elitr_core.backends.hf_engine import HFEngine
 from elitr_core.backends.hf_memory import wave_bytes
 from elitr_core.errors import UserError
 from tests.elitr_core.backends.tiny_model import WORDS, build_tiny_llama, synthetic_transcript
@@ -60,8 +60,8 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def backend(model_dir: Path) -> HFBackend:
-    return HFBackend(str(model_dir), device="cpu")
+def backend(model_dir: Path) -> HFEngine:
+    return HFEngine(str(model_dir), device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def st_conversations(transcript: str, questions: list[str]) -> list[list[Message
     return [[{"role": "user", "content": prefix + question}] for question in questions]
 
 
-def reference_ids(backend: HFBackend, messages: list[Message]) -> list[int]:
+def reference_ids(backend: HFEngine, messages: list[Message]) -> list[int]:
     """Chat-template token ids computed directly with the tokenizer (not ``backend.encode``)."""
     text = backend.tokenizer.apply_chat_template(
         messages, tokenize=False, add_generation_prompt=True
@@ -82,7 +82,7 @@ def reference_ids(backend: HFBackend, messages: list[Message]) -> list[int]:
     return list(backend.tokenizer(text, add_special_tokens=False).input_ids)
 
 
-def naive_generate(backend: HFBackend, ids: list[int], decoding: DecodingConfig) -> tuple[str, int]:
+def naive_generate(backend: HFEngine, ids: list[int], decoding: DecodingConfig) -> tuple[str, int]:
     """Greedy ``model.generate`` on one unpadded prompt: (answer text, generated token count)."""
     inputs = torch.tensor([ids])
     with torch.inference_mode():
@@ -98,7 +98,7 @@ def naive_generate(backend: HFBackend, ids: list[int], decoding: DecodingConfig)
     return backend.tokenizer.decode(new, skip_special_tokens=True).strip(), len(new)
 
 
-def multi_turn(backend: HFBackend, turns: list[str], answered: list[str] | None = None,
+def multi_turn(backend: HFEngine, turns: list[str], answered: list[str] | None = None,
                decoding: DecodingConfig = GREEDY) -> list[Completion]:
     """One multi-turn conversation's completions of its remaining turns."""
     return collect(backend, [Conversation([], turns, answered or [])], decoding)[0]
@@ -133,7 +133,7 @@ def test_truncate_tokens_by_hand() -> None:
 # ----------------------------------------------------------------------------- single-turn
 @pytest.mark.parametrize(("batch_size", "penalty"), [(1, 1.0), (3, 1.0), (8, 1.0), (3, 1.1)])
 def test_prefix_reuse_equals_naive_generate(
-    backend: HFBackend, transcript: str, batch_size: int, penalty: float
+    backend: HFEngine, transcript: str, batch_size: int, penalty: float
 ) -> None:
     backend.batch_size = batch_size
     decoding = DecodingConfig(max_new_tokens=24, repetition_penalty=penalty)
@@ -154,7 +154,7 @@ def test_prefix_reuse_equals_naive_generate(
     assert sorted(seen) == list(range(len(QUESTIONS)))
 
 
-def test_token_prefix_differs_from_string_prefix(backend: HFBackend, transcript: str) -> None:
+def test_token_prefix_differs_from_string_prefix(backend: HFEngine, transcript: str) -> None:
     # Find a word BPE merged into one token whose truncated spelling tokenizes differently.
     tokenizer = backend.tokenizer
     base = PROMPT.format(transcript=transcript) + "Tell me about the"
@@ -180,7 +180,7 @@ def test_token_prefix_differs_from_string_prefix(backend: HFBackend, transcript:
         assert_same_as_naive(completion, naive_generate(backend, prompt, GREEDY))
 
 
-def test_cache_key_reuses_prefix_across_calls(backend: HFBackend, transcript: str) -> None:
+def test_cache_key_reuses_prefix_across_calls(backend: HFEngine, transcript: str) -> None:
     backend.batch_size = 2
     conversations = st_conversations(transcript, QUESTIONS[:2])
     first = complete(backend, conversations[:1], GREEDY, cache_key="meeting_en_dev_001")
@@ -194,7 +194,7 @@ def test_cache_key_reuses_prefix_across_calls(backend: HFBackend, transcript: st
 
 @pytest.mark.parametrize("path", ["fused", "math", "math in chunks"])
 def test_meetings_decode_together_and_match_naive(
-    backend: HFBackend, path: str, monkeypatch: pytest.MonkeyPatch
+    backend: HFEngine, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # batch_size 3 over 2 x 4 questions: the second batch holds rows of both meetings, whose
     # prefixes differ in length (stacked, the shorter one padded). The prefix attention runs
@@ -228,11 +228,11 @@ def test_meetings_decode_together_and_match_naive(
 
 
 def test_default_waves_hold_what_free_memory_allows(
-    backend: HFBackend, monkeypatch: pytest.MonkeyPatch
+    backend: HFEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No batch_size: with plenty of free memory both meetings' 8 questions go in one wave;
     # with room for about three rows, in several waves. Answers are the same either way.
-    import elitr_core.backends.hf as hf
+    import elitr_core.backends.hf_engine as hf
 
     backend.batch_size = None
     groups = [(f"w{seed}",
@@ -261,7 +261,7 @@ def test_default_waves_hold_what_free_memory_allows(
         assert_same_as_naive(completion, naive_generate(backend, prompt, GREEDY))
 
 
-def test_transcript_cache_is_held_once_not_per_row(backend: HFBackend, transcript: str) -> None:
+def test_transcript_cache_is_held_once_not_per_row(backend: HFEngine, transcript: str) -> None:
     backend.batch_size, backend.peak_kv_bytes = 8, 0
     conversations = st_conversations(transcript, QUESTIONS)
     complete(backend, conversations, GREEDY)
@@ -279,7 +279,7 @@ def test_transcript_cache_is_held_once_not_per_row(backend: HFBackend, transcrip
 
 
 def test_without_prefix_reuse_each_conversation_is_answered_alone(
-    backend: HFBackend, transcript: str, monkeypatch: pytest.MonkeyPatch
+    backend: HFEngine, transcript: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # What a sliding-window model gets: no shared cache, every prompt prefilled in full.
     monkeypatch.setattr(backend, "_reuse_ok", False)
@@ -300,7 +300,7 @@ def test_without_prefix_reuse_each_conversation_is_answered_alone(
 
 # ----------------------------------------------------------------------------- multi-turn
 def naive_multi_turn(
-    backend: HFBackend, first: str, turns: list[str], decoding: DecodingConfig
+    backend: HFEngine, first: str, turns: list[str], decoding: DecodingConfig
 ) -> list[tuple[str, int]]:
     messages: list[Message] = []
     answers = []
@@ -316,7 +316,7 @@ def mt_turns(transcript: str) -> list[str]:
     return [PROMPT.format(transcript=transcript) + QUESTIONS[0], *QUESTIONS[1:4]]
 
 
-def test_carried_cache_multi_turn_equals_naive(backend: HFBackend, transcript: str) -> None:
+def test_carried_cache_multi_turn_equals_naive(backend: HFEngine, transcript: str) -> None:
     turns = mt_turns(transcript)
     completions = multi_turn(backend, turns)
     naive = naive_multi_turn(backend, "", turns, GREEDY)
@@ -331,11 +331,11 @@ def test_carried_cache_multi_turn_equals_naive(backend: HFBackend, transcript: s
 
 @pytest.mark.parametrize("batch_size", [8, None])
 def test_many_conversations_decode_together_and_match_naive(
-    backend: HFBackend, batch_size: int | None, monkeypatch: pytest.MonkeyPatch
+    backend: HFEngine, batch_size: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # None: waves planned from free memory, here made so small that each conversation's turn
     # goes alone (its carried cache is still reused).
-    import elitr_core.backends.hf as hf
+    import elitr_core.backends.hf_engine as hf
 
     monkeypatch.setattr(hf, "memory_budget", lambda device: 1)
     backend.batch_size = batch_size
@@ -363,7 +363,7 @@ def test_many_conversations_decode_together_and_match_naive(
         assert completion.cached_tokens >= previous.prompt_tokens  # the carried cache
 
 
-def test_resume_with_previous_answers_equals_tail(backend: HFBackend, transcript: str) -> None:
+def test_resume_with_previous_answers_equals_tail(backend: HFEngine, transcript: str) -> None:
     turns = mt_turns(transcript)
     full = multi_turn(backend, turns)
     seen: list[int] = []
@@ -378,7 +378,7 @@ def test_resume_with_previous_answers_equals_tail(backend: HFBackend, transcript
 
 
 def test_template_that_rerenders_history_falls_back(
-    backend: HFBackend, transcript: str, monkeypatch: pytest.MonkeyPatch
+    backend: HFEngine, transcript: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The last user turn is rendered differently, so last turn's cached tokens stop matching.
     template = (
@@ -400,7 +400,7 @@ def test_template_that_rerenders_history_falls_back(
 
 # ----------------------------------------------------------------------------- context
 def test_context_overflow_is_a_user_error(model_dir: Path, transcript: str) -> None:
-    small = HFBackend(str(model_dir), device="cpu", max_context=300)
+    small = HFEngine(str(model_dir), device="cpu", max_context=300)
     (conversation,) = st_conversations(transcript, QUESTIONS[:1])
     length = len(reference_ids(small, conversation))
     assert length > 280
@@ -415,7 +415,7 @@ def test_context_overflow_is_a_user_error(model_dir: Path, transcript: str) -> N
 def test_truncation_policy_is_applied_and_recorded(
     model_dir: Path, transcript: str, policy: str
 ) -> None:
-    small = HFBackend(str(model_dir), device="cpu", max_context=300, truncation=policy)
+    small = HFEngine(str(model_dir), device="cpu", max_context=300, truncation=policy)
     assert small.describe()["truncation"] == policy
     conversations = st_conversations(transcript, QUESTIONS[:2])
     decoding = DecodingConfig(max_new_tokens=20)
@@ -431,7 +431,7 @@ def test_truncation_policy_is_applied_and_recorded(
 
 # ----------------------------------------------------------------------------- sampling
 def test_sampling_is_reproducible_and_batch_independent(
-    backend: HFBackend, transcript: str
+    backend: HFEngine, transcript: str
 ) -> None:
     conversations = st_conversations(transcript, QUESTIONS)
     sampling = DecodingConfig(temperature=0.6, top_p=0.9, max_new_tokens=16, seed=2023)
@@ -453,23 +453,23 @@ def test_sampling_is_reproducible_and_batch_independent(
 # ----------------------------------------------------------------------------- loading
 def test_missing_model_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="could not be loaded.*no directory.*local model directory"):
-        HFBackend(str(tmp_path / "no-such-model"), device="cpu")
+        HFEngine(str(tmp_path / "no-such-model"), device="cpu")
     # A directory without a model fails inside from_pretrained: also a UserError, with the cause.
     with pytest.raises(UserError, match="(?s)could not be loaded.*local model directory") as caught:
-        HFBackend(str(tmp_path), device="cpu")
+        HFEngine(str(tmp_path), device="cpu")
     assert isinstance(caught.value.__cause__, OSError | ValueError)
 
 
-def test_bad_settings_are_user_errors(model_dir: Path, backend: HFBackend) -> None:
+def test_bad_settings_are_user_errors(model_dir: Path, backend: HFEngine) -> None:
     with pytest.raises(UserError, match="truncation"):
-        HFBackend(str(model_dir), truncation="right")
+        HFEngine(str(model_dir), truncation="right")
     with pytest.raises(UserError, match="batch_size"):
-        HFBackend(str(model_dir), batch_size=0)
+        HFEngine(str(model_dir), batch_size=0)
     with pytest.raises(UserError, match="top_p"):
         complete(backend, [[{"role": "user", "content": "hi"}]], DecodingConfig(top_p=0.0))
 
 
-def test_describe_records_model_and_versions(backend: HFBackend, model_dir: Path) -> None:
+def test_describe_records_model_and_versions(backend: HFEngine, model_dir: Path) -> None:
     info: dict[str, Any] = backend.describe()
     assert info["model"] == str(model_dir)
     assert (info["dtype"], info["device"], info["attn_implementation"]) == (

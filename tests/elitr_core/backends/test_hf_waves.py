@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from elitr_core.backends import hf_waves
-from elitr_core.backends.hf import HFBackend
+from elitr_core.backends.hf_engine import HFEngine
 from elitr_core.backends.hf_memory import BucketLimits, plan_buckets
 from elitr_core.backends.hf_waves import prefill, shared_attention, shared_forward
 from elitr_core.backends.shared_prefix import SharedPrefixBatch
@@ -24,10 +24,10 @@ GROUPS = (0, 1, 1, 0, 1, 1, 2, 2)  # the 41 and 40 rows: group 1 alone
 
 
 @pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HFBackend]:
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HFEngine]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # two shared cores
-    yield HFBackend(str(build_tiny_llama(Path(tmp_path_factory.mktemp("tiny-llama")))),
+    yield HFEngine(str(build_tiny_llama(Path(tmp_path_factory.mktemp("tiny-llama")))),
                     device="cpu")
     torch.set_num_threads(threads)
 
@@ -37,7 +37,7 @@ def tokens(count: int, seed: int) -> list[int]:
     return torch.randint(5, 400, (count,), generator=gen).tolist()
 
 
-def run(backend: HFBackend, limits: BucketLimits,
+def run(backend: HFEngine, limits: BucketLimits,
         monkeypatch: pytest.MonkeyPatch) -> tuple[torch.Tensor, torch.Tensor, SharedPrefixBatch]:
     """Prefill every row with ``limits``, then one decode step: (first logits, next logits,
     the batch)."""
@@ -58,7 +58,7 @@ def run(backend: HFBackend, limits: BucketLimits,
 
 
 def test_bucketed_prefill_computes_what_one_forward_computes(
-        backend: HFBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+        backend: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(plan_buckets(SUFFIXES, ONE_BUCKET)) == 1
     assert len(plan_buckets(SUFFIXES, SMALL_BUCKETS)) == 5  # group 1 alone, then group 2 alone
     one_first, one_after, one = run(backend, ONE_BUCKET, monkeypatch)

@@ -225,14 +225,14 @@ def test_a_span_beyond_the_context_is_refused_by_default(url: str, tmp_path) -> 
     refused (one sentence naming the fix), nothing is stored, and the run is marked failed."""
     import torch
 
-    from elitr_core.backends.hf import HFBackend
+    from elitr_core.backends.hf_engine import HFEngine
     from tests.elitr_core.backends.tiny_model import build_tiny_llama
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         folder = build_tiny_llama(tmp_path / "tiny")
-        small = HFBackend(str(folder), device="cpu", max_context=512)
+        small = HFEngine(str(folder), device="cpu", max_context=512)
         with pytest.raises(UserError, match="truncation='middle'"):
             generate_run(get_engine(url), spec(model="tiny", interleave=Interleaving(2, 2000),
                                                decoding=DecodingConfig(max_new_tokens=4)),

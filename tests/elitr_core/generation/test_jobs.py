@@ -26,6 +26,19 @@ def test_build_command_from_options() -> None:
     assert jobs.build_command("judge", {"model": []}) == ["judge"]
 
 
+
+def test_a_backend_s_options_are_written_as_it_declares_them() -> None:
+    """Its own flag (a switched-off default is ``--no-...``), nothing for the default."""
+    assert jobs.build_command("generate", {
+        "backend": "hf", "model_path": "/m", "use_chat_template": False, "batch_size": None,
+        "truncation": "middle", "base_url": ""}) == [
+        "generate", "--backend", "hf", "--model-path", "/m", "--no-chat-template",
+        "--truncation", "middle"]
+    assert jobs.build_command("judge", {"backend": "openai", "concurrency": 8, "timeout": 30.0,
+                                        "base_url": "http://h:8000/v1"}) == [
+        "judge", "--backend", "openai", "--timeout", "30.0", "--base-url", "http://h:8000/v1"]
+
+
 def test_build_command_refuses() -> None:
     with pytest.raises(UserError, match="unknown job 'export'; use one of generate, judge"):
         jobs.build_command("export", {})

@@ -1,8 +1,10 @@
-"""A whole backend in under 40 lines: what issue 21 asks a new backend to cost.
+"""A whole backend with one option in under 50 lines: what issues 21 and 30 ask a new
+backend to cost.
 
 It answers each question with the transcript line that shares the most words with it (a
-retrieval baseline). The pass-lifecycle tests register it with one line in the registry's
-table and run it through the same generation and judge passes as the real backends.
+retrieval baseline), cut to ``max_words`` if given. The pass-lifecycle tests register it with
+one line in the registry's table and run it through the same generation and judge passes as
+the real backends; its option shows in the command line's help and the Runs page's form.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 
 from elitr_core.backends.base import (
     Backend,
+    BackendOption,
     Completion,
     Conversation,
     DecodingConfig,
@@ -25,6 +28,12 @@ class OverlapBackend(Backend):
     """The line of the conversation sharing most words with the last question."""
 
     name = "overlap"
+    summary = "the line sharing most words with the question"
+    options = (BackendOption("max_words", int, metavar="N", label="Max words",
+                             help="answer with at most N words (default: the whole line)"),)
+
+    def __init__(self, *, max_words: int | None = None) -> None:
+        self.max_words = max_words
 
     def generate(self, conversations: Sequence[Conversation], decoding: DecodingConfig,
                  on_result: ResultCallback) -> None:
@@ -35,4 +44,4 @@ class OverlapBackend(Backend):
         *lines, question = "\n".join(m["content"] for m in messages).splitlines()
         words = set(re.findall(r"\w+", question.lower()))
         best = max(lines, key=lambda line: len(words & set(re.findall(r"\w+", line.lower()))))
-        return Completion(text=best.strip(), finish_reason="stop")
+        return Completion(text=" ".join(best.split()[:self.max_words]), finish_reason="stop")

@@ -1,5 +1,7 @@
 """The pass lifecycle, the same tests for every backend: the three real ones and a whole new
-backend of under 40 lines (``overlap_backend.py``) added by one line in the registry's table.
+backend with one option, of under 50 lines (``overlap_backend.py``), added by one line in the
+registry's table: it runs, and its option is a flag of the command line, without a change to
+the command line's code (the Runs page's form: ``tests/pages/test_runs.py``).
 
 Each backend runs a single-turn and a multi-turn generation run and a judge pass through the
 real passes on a SQLite database of the bundled data: every answer stored once, tokens counted
@@ -61,6 +63,8 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
             yield registry.get_backend("openai", model="m", base_url=server.base_url)
     elif name == "hf":
         yield registry.get_backend("hf", model_path=request.getfixturevalue("tiny_llama"))
+    elif name == "overlap":
+        yield registry.get_backend(name, max_words=6)  # its option, as the CLI gives it
     else:
         yield registry.get_backend(name)
 
@@ -125,3 +129,18 @@ def test_the_command_line_takes_a_backend_from_its_registry_line(
     answers: list[Any] = rows(bundled_sqlite, "SELECT r.text FROM response r JOIN run u ON "
                                               "u.id = r.run_id WHERE u.model = 'baseline'")
     assert len(answers) == 12 and len(set(answers)) > 1 and all(text for (text,) in answers)
+    assert max(len(text.split()) for (text,) in answers) > 3
+    assert main([*args, "--max-words", "3", "--variant", "short"]) == 0  # its declared option
+    short: list[Any] = rows(bundled_sqlite, "SELECT r.text FROM response r JOIN run u ON "
+                                            "u.id = r.run_id WHERE u.variant = 'short'")
+    assert len(short) == 12 and all(0 < len(text.split()) <= 3 for (text,) in short)
+
+
+@pytest.mark.parametrize("command", ["generate", "judge"])
+def test_its_option_shows_in_the_help_of_the_command_line(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "--backend {hf,openai,fake,overlap}" in shown
+    assert "overlap: the line sharing most words with the question" in shown
+    assert "--max-words N overlap: answer with at most N words (default: the whole line)" in shown

@@ -37,8 +37,9 @@ BROWSER_PATH = "BROWSER_PATH"
 VARIABLES: dict[str, str] = {
     DATABASE_URL: "the database (SQLite file or PostgreSQL); default var/elitr.db",
     REPLICAS: "how many server replicas share a PostgreSQL database (default 1)",
-    OPENAI_BASE_URL: "the openai backend's server when --base-url is not given",
-    OPENAI_API_KEY: "the openai backend's key when --api-key-env names no other variable",
+    OPENAI_BASE_URL: "the OpenAI-compatible server when --base-url is not given",
+    OPENAI_API_KEY: "the OpenAI-compatible server's key when --api-key-env names no other "
+                    "variable",
     ADMIN_PASSWORD_HASH: "the researcher password's PBKDF2 hash (python -m elitr_core "
                          "password-hash)",
     ADMIN_PASSWORD: "the researcher password in clear (hashed at start), if no hash is set",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -416,3 +416,67 @@ def test_modules_stay_under_the_size_limit() -> None:
     over = sorted(f"{module}: {lines} lines" for module, lines in sizes.items()
                   if lines > MODULE_LINES)
     assert not over, f"modules over {MODULE_LINES} lines (split at a seam):\n" + "\n".join(over)
+
+
+#: A backend's name as a word of a string: ``"hf"``, ``"hf: ..."``, ``"--backend hf"``, not
+#: ``"hf_home"``, ``"openai-compatible"`` or ``"api.openai.com"``.
+BACKEND_WORD = r"(?<![\w.-])({})(?![\w-]|\.\w)"
+#: Strings equal to a backend's name that mean something else: (module, string) -> what.
+NOT_A_BACKEND = {("elitr_core.passes.records", "openai"): "the package whose version a run keeps"}
+
+
+def _owner(module: str, names: Sequence[str]) -> str | None:
+    """The backend whose own module ``module`` is (``elitr_core.backends.hf_cache``: hf)."""
+    if not module.startswith("elitr_core.backends."):
+        return None
+    stem = module.split(".")[2]
+    return next((name for name in names if stem == name or stem.startswith(name + "_")), None)
+
+
+def _backend_names_in(path: Path, names: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(backend, where) for each string naming a backend as a word (docstrings aside: they
+    describe, the code decides) and each import of a backend's own module."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                                | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    word = re.compile(BACKEND_WORD.format("|".join(map(re.escape, names))))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                id(node) not in docstrings):
+            for match in word.finditer(node.value):
+                yield match.group(1), f"line {node.lineno}: {node.value[:70]!r}"
+    for module in sorted({".".join(m.split(".")[:3]) for m in _imports(path)}):
+        if (owner := _owner(module, names)) is not None:
+            yield owner, f"imports {module}"
+
+
+def test_a_backend_is_named_only_in_its_own_modules_and_the_registry() -> None:
+    """The command line, the Runs page and the dashboard's checks are built from what each
+    backend declares (``Backend.options``, ``Backend.preflight``): nothing else of the
+    project asks which backend it holds by name."""
+    from elitr_core.backends.registry import BACKENDS
+
+    offences = sorted(
+        f"{module} names {name}: {where}" for module, path in SOURCES.items()
+        if module != "elitr_core.backends.registry"
+        for name, where in _backend_names_in(path, tuple(BACKENDS))
+        if _owner(module, tuple(BACKENDS)) != name
+        and not (where.endswith(f"{name!r}") and (module, name) in NOT_A_BACKEND))
+    assert not offences, "declare it on the backend instead:\n" + "\n".join(offences)
+
+
+def test_the_backend_name_check_sees_one(tmp_path: Path) -> None:
+    source = tmp_path / "page.py"
+    source.write_text('"""The hf backend, in a docstring."""\nimport openai\n'
+                      "from elitr_core.backends.openai_backend import public_url\n"
+                      'BACKEND = "fake"\nHELP = "hf: a local model directory"\n'
+                      'if backend == "openai":\n    pass\n'
+                      'fine = "api.openai.com, hf_home, openai-compatible, fakes"\n')
+    assert sorted(_backend_names_in(source, ("hf", "openai", "fake"))) == [
+        ("fake", "line 4: 'fake'"), ("hf", "line 5: 'hf: a local model directory'"),
+        ("openai", "imports elitr_core.backends.openai_backend"),
+        ("openai", "line 6: 'openai'")]
+    assert _owner("elitr_core.backends.hf_cache", ("hf",)) == "hf"
+    assert _owner("elitr_core.backends.hfx", ("hf",)) is None

@@ -1,4 +1,5 @@
-"""The storage policy of text a model or a server made: one function every writer calls.
+"""The storage policy of text a model or a server made: one function every pass's store step
+(``passes/store.py``) calls.
 
 Imported text goes through the typed gate (``records``), which *refuses* a bad file: its owner
 can fix it. A model's output cannot be fixed, and a pass of hours must not fail on its 900th
@@ -16,8 +17,9 @@ message kept in a pass's failures) is stored by this policy, the same on both da
   with the marker ``…[N characters not stored]``, the whole within the column;
 - everything else is stored exactly: tab, newline, carriage return, white space, any valid
   Unicode (U+FFFD a model wrote itself included);
-- the writer counts the outputs it stored altered (a response's ``meta["altered"]``, a pass's
-  ``altered`` counter); the token counts stored are the backend's, of the output as generated;
+- the store step counts the outputs it stored altered (a response's ``meta["altered"]``, a
+  pass's ``altered`` counter); the token counts stored are the backend's, of the output as
+  generated;
 - an altered answer that was not cut also keeps its original, JSON-escaped, in
   ``meta["altered"]["original"]``: nothing the model said is lost, and a multi-turn run
   resumed after it continues from exactly that text (:func:`as_generated`), as an

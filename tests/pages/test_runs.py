@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.engine import get_engine
-from elitr_core.backends.base import Completion
+from elitr_core.backends.base import BackendOption, Completion
 from elitr_core.backends.fake import FakeBackend
 from elitr_core.generation import jobs
 from elitr_core.generation.runs import GenerationSpec, generate_run
@@ -365,3 +365,47 @@ def test_a_backend_added_by_one_registry_line_brings_its_option_to_the_form(
     (argv,) = started
     assert argv[:3] == ["generate", "--backend", "overlap"]
     assert argv[argv.index("--max-words") + 1] == "3"
+
+
+class FormBackend(FakeBackend):
+    """A backend whose options are of every kind the form draws."""
+
+    name = "formed"
+    options = (
+        BackendOption("sampling", bool, True, flag="--no-sampling", label="Sampling"),
+        BackendOption("policy", choices=("a", "b"), label="Policy"),
+        BackendOption("budget", float, 1.5, label="Budget"),
+        BackendOption("note", label="Note", placeholder="anything"),
+        BackendOption("hidden", int, 3),  # no label: the command line's only
+    )
+
+
+def test_each_kind_of_declared_option_is_a_field_and_reaches_the_command(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from elitr_core.backends import registry
+
+    monkeypatch.setitem(registry.BACKENDS, "formed", f"{__name__}:FormBackend")
+    started: list[list[str]] = []
+    monkeypatch.setattr(jobs, "start_job", started.append)
+    app = runs_page()
+    assert app.checkbox(key="runs.sampling").label == "Sampling (formed)"
+    assert app.selectbox(key="runs.policy").options == ["default", "a", "b"]
+    assert app.number_input(key="runs.budget").value == 1.5
+    assert app.text_input(key="runs.note").placeholder == "anything"
+    assert not [w for w in app.number_input if w.key == "runs.hidden"]
+    app.radio(key="runs.kind").set_value("generate").run()
+    app.selectbox(key="runs.backend").set_value("formed")
+    app.text_input(key="runs.model").input("formed-model")
+    app.text_input(key="runs.meetings").input(",".join(MEETINGS))
+    app.button[1].click().run()
+    assert started[-1][:3] == ["generate", "--backend", "formed"]
+    assert not {"--no-sampling", "--policy", "--budget", "--note"} & set(started[-1])  # defaults
+    app.checkbox(key="runs.sampling").uncheck()
+    app.selectbox(key="runs.policy").set_value("b")
+    app.number_input(key="runs.budget").set_value(2.5)
+    app.text_input(key="runs.note").input("n")
+    app.button[1].click().run()
+    assert not app.exception and not app.error
+    argv = started[-1]
+    assert "--no-sampling" in argv and argv[argv.index("--policy") + 1] == "b"
+    assert argv[argv.index("--budget") + 1] == "2.5" and argv[argv.index("--note") + 1] == "n"

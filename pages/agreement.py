@@ -102,8 +102,8 @@ with st.expander("N-gram metrics as evaluators"):
                "already computed scores are reused. L-Eval found they agree poorly with humans: "
                "compare them here.")
     if st.button("Compute ROUGE-L and token F1", key=METRICS_KEY):
-        done = guarded(store_metrics, flt)
-        if done is not None:
+        with guarded():
+            done = store_metrics(flt)
             clear_caches()
             warm.again()  # the pages' default views computed anew with the new scores
             st.success(plain("; ".join(f"{slug}: {n} new score(s)" for slug, n in done.items())))
@@ -128,8 +128,8 @@ with tab:
                           **kept(METHOD_KEY, "pearson"))
         # the method shown only (Kendall's bootstrap costs most); the download is the CLI's
         # table of all three, computed when clicked
-        corr = shown(computed, agreement.evaluator_correlation, flt, methods=(method,))
-        if corr is not None:
+        with shown():
+            corr = computed(agreement.evaluator_correlation, flt, methods=(method,))
             show_figure(figures.correlation_heatmap, corr, method, name=f"correlation-{method}")
             st.caption("95% percentile cluster-bootstrap CIs (questions resampled, 1000 "
                        "replicates, seed 0) · " + code_span(
@@ -141,13 +141,13 @@ with tab:
     elif tab_label == ABSOLUTE:
         st.caption("Absolute agreement of each pair of evaluators: mean absolute error and "
                    "quadratic-weighted kappa.")
-        mae = shown(computed, agreement.agreement_table, flt)
-        if mae is not None:
+        with shown():
+            mae = computed(agreement.agreement_table, flt)
             show_table(mae, key="agreement.mae-table")
             download_table(mae, "agreement", key="download.agreement")
     elif tab_label == ICC:
-        icc_frame = shown(export_table, "icc", flt)
-        if icc_frame is not None:
+        with shown():
+            icc_frame = export_table("icc", flt)
             st.caption("Reading after Koo & Li (2016): < 0.5 poor, 0.5-0.75 moderate, 0.75-0.9 "
                        "good, > 0.9 excellent.")
             st.text(icc_raters(scores, evaluators))  # plain text: annotator names are imported
@@ -160,10 +160,10 @@ with tab:
         a = left.selectbox("Evaluator A (judge)", evaluators, **kept(A_KEY, first_a, evaluators))
         b = right.selectbox("Evaluator B (reference)", evaluators,
                             **kept(B_KEY, first_b, evaluators))
-        pairs = shown(computed, views.pair_scores, flt, a=a, b=b)
-        if pairs is not None:
-            metrics = shown(computed, agreement.agreement_metrics, flt, a=a, b=b)
-            if metrics is not None:
+        with shown():
+            pairs = computed(views.pair_scores, flt, a=a, b=b)
+            with shown():
+                metrics = computed(agreement.agreement_metrics, flt, a=a, b=b)
                 m1, m2, m3 = st.columns(3)
                 row = metrics.iloc[0]
                 m1.metric("Responses both scored", f"{int(row['n']):,}")
@@ -176,15 +176,15 @@ with tab:
 
             st.markdown(md("**Bias of {0} relative to {1} per model** (mean of {0} - {1}, 95% CI)",
                            a, b))
-            bias = shown(computed, agreement.judge_bias, flt, judge=a, human=b)
-            if bias is not None:
+            with shown():
+                bias = computed(agreement.judge_bias, flt, judge=a, human=b)
                 show_figure(figures.bias_plot, bias, name=f"bias-{a}-{b}")
                 show_table(bias, key="agreement.bias-table")
                 download_table(bias, f"bias-{a}-{b}", key="download.bias")
     else:
         st.caption("Kendall tau between the model rankings of each pair of evaluators.")
-        ranks = shown(computed, agreement.ranking_table, flt, evaluators=tuple(evaluators))
-        if ranks is not None:
+        with shown():
+            ranks = computed(agreement.ranking_table, flt, evaluators=tuple(evaluators))
             show_table(ranks, key="agreement.rank-table")
             download_table(ranks, "ranking-agreement", key="download.ranking")
             if ranks.attrs.get("skipped"):

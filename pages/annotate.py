@@ -98,8 +98,9 @@ if st.session_state.get(ENTRY_SEEN_KEY) != entry:
     # a new link or a reload: resume at the first item without an answer
     st.session_state[ENTRY_SEEN_KEY] = entry
     st.session_state.pop(SHOWN_KEY, None)
-    start = guarded(queue_view, engine, entry)
-    st.session_state[POSITION_KEY] = start.first_open if start else None
+    st.session_state[POSITION_KEY] = None
+    with guarded():
+        st.session_state[POSITION_KEY] = queue_view(engine, entry).first_open
 
 
 def _go(position: int | None) -> None:
@@ -120,6 +121,14 @@ def _on_screen(position: int) -> bool:
             f"A key press meant for item {position + 1} arrived after that item was left; "
             "it was not applied. Check the item on screen before pressing again.")
     return False
+
+
+def _take_another() -> None:
+    """Go to the first open item of another unit (none, the refusal shown, when refused)."""
+    first_open = None
+    with guarded():
+        first_open = take_another_unit(engine, entry).first_open
+    _go(first_open)
 
 
 def _nav(position: int, to: int | None) -> None:
@@ -144,11 +153,12 @@ def _submit(position: int) -> None:
         st.session_state[ERROR_KEY] = f"Pick a score from {LOW} to {HIGH} first ({KEYS})."
         return
     # the time counts from when this item was drawn (_on_screen: SHOWN_KEY is this item's)
-    view = guarded(submit, engine, entry, position, int(value),
-                   comment=st.session_state.get(COMMENT_KEY.format(position), ""),
-                   unclear=bool(st.session_state.get(UNCLEAR_KEY.format(position))),
-                   seconds=time.monotonic() - st.session_state[SHOWN_KEY][1])
-    if view is None:  # the refusal was shown by guarded
+    with guarded() as call:  # a refusal is shown, and the item stays
+        view = submit(engine, entry, position, int(value),
+                      comment=st.session_state.get(COMMENT_KEY.format(position), ""),
+                      unclear=bool(st.session_state.get(UNCLEAR_KEY.format(position))),
+                      seconds=time.monotonic() - st.session_state[SHOWN_KEY][1])
+    if call.failed:
         return
     st.session_state[VIEW_KEY] = view  # the run this causes draws it, without asking again
     after = position + 1 if position + 1 < view.total else None
@@ -208,9 +218,10 @@ def _tour() -> None:
         st.rerun()
 
 
-view = st.session_state.pop(VIEW_KEY, None) or guarded(queue_view, engine, entry)
+view = st.session_state.pop(VIEW_KEY, None)
 if view is None:
-    st.stop()
+    with guarded(stop=True):
+        view = queue_view(engine, entry)
 position = st.session_state.get(POSITION_KEY)
 st.html(COMPACT_CSS)
 head, progress, guide, helper = st.columns([2, 3, 1, 0.3], vertical_alignment="center")
@@ -235,14 +246,11 @@ if position is None:
     st.caption("You can revise your answers until the study closes.")
     st.button("Review my answers", on_click=_go, args=(0,))
     if view.can_take_more:
-        st.button("Take another task",
-                  on_click=lambda: _go(getattr(guarded(take_another_unit, engine, entry),
-                                               "first_open", None)))
+        st.button("Take another task", on_click=_take_another)
     st.stop()
 
-item = guarded(item_view, engine, entry, position)
-if item is None:
-    st.stop()
+with guarded(stop=True):
+    item = item_view(engine, entry, position)
 if st.session_state.get(SHOWN_KEY, (None,))[0] != position:
     st.session_state[SHOWN_KEY] = (position, time.monotonic())
 score_key = SCORE_KEY.format(position)

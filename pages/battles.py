@@ -96,9 +96,8 @@ flt = replace(sidebar_filters(), evaluators=None)  # the judge is chosen below
 url = database_url()
 st.caption(f"Pairwise judgments (`judge --style cream|battle`) · {describe(flt)}")
 
-judgments = shown(table, url, "pairwise-judgments", flt)
-if judgments is None:
-    st.stop()
+with shown(stop=True):
+    judgments = table(url, "pairwise-judgments", flt)
 judges = sorted(judgments["evaluator"].unique())
 judge = st.selectbox("Pairwise judge", judges, **kept(JUDGE_KEY, judges[0], judges))
 mine = judgments[judgments["evaluator"] == judge]
@@ -108,8 +107,9 @@ criterion = st.radio("Criterion", criteria, horizontal=True, format_func=plain,
 args = cli_arguments(flt)
 
 st.subheader("Win matrix")
-pairs = shown(table, url, "pairwise", flt, criterion)
-if pairs is not None:
+pairs = None
+with shown():
+    pairs = table(url, "pairwise", flt, criterion)
     matrix = pairwise.win_matrix(pairs, judge, criterion)
     fig = cached_figure(pairwise_figures.win_matrix_heatmap, matrix,
                         f"Win share, {criterion} ({judge})")
@@ -137,25 +137,24 @@ st.caption("Elo is the maximum-likelihood rating, Bradley-Terry on the Elo scale
 # one under the other: side by side, at 1366 px, the download buttons shrank to "J." and the
 # figure's toolbar covered its title
 for name, value, label in RATINGS:
-    ratings = shown(table, url, name, flt, criterion)
-    if ratings is None:
-        continue
-    rows = ratings[ratings["evaluator"] == judge]
-    fig = cached_figure(pairwise_figures.rating_plot, rows, value,
-                        f"{label}, {criterion} ({judge})")
-    st.plotly_chart(fig, width="stretch")
-    download_figure(fig, f"{name}-{judge}-{criterion}")
-    cli = "elo --source pairwise" if name == "elo" else name
-    st.caption(code_span(f"python -m elitr_core export {cli} --criterion {criterion} {args}"))
-    show_table(ratings, key=f"battles.{name}-table")
-    download_table(ratings, f"{name}-pairwise-{criterion}",
-                   table="elo-pairwise" if name == "elo" else name)
+    with shown():
+        ratings = table(url, name, flt, criterion)
+        rows = ratings[ratings["evaluator"] == judge]
+        fig = cached_figure(pairwise_figures.rating_plot, rows, value,
+                            f"{label}, {criterion} ({judge})")
+        st.plotly_chart(fig, width="stretch")
+        download_figure(fig, f"{name}-{judge}-{criterion}")
+        cli = "elo --source pairwise" if name == "elo" else name
+        st.caption(code_span(f"python -m elitr_core export {cli} --criterion {criterion} {args}"))
+        show_table(ratings, key=f"battles.{name}-table")
+        download_table(ratings, f"{name}-pairwise-{criterion}",
+                       table="elo-pairwise" if name == "elo" else name)
 
 st.subheader("Win rate against a baseline (L-Eval)")
 models = battle_models(mine)
 baseline = st.selectbox("Baseline", models, **kept(BASELINE_KEY, models[0], models))
-rates = shown(table, url, "winrate", flt, criterion, baseline)
-if rates is not None:
+with shown():
+    rates = table(url, "winrate", flt, criterion, baseline)
     fig = cached_figure(pairwise_figures.win_rate_bars, rates[rates["evaluator"] == judge],
                         f"Win rate against {baseline} ({judge}, {criterion})")
     st.plotly_chart(fig, width="stretch")
@@ -167,8 +166,8 @@ if rates is not None:
 
 st.subheader("Agreement with the human ranking")
 reference = st.text_input("Human evaluator", **kept(REFERENCE_KEY, "gold-human"))
-tau = shown(table, url, "pairwise-agreement", flt, criterion, None, reference)
-if tau is not None:
+with shown():
+    tau = table(url, "pairwise-agreement", flt, criterion, None, reference)
     st.caption("Kendall tau between each ranking and the models' mean human score on the "
                "battles' questions; 95% interval from resampled questions. Same bytes as "
                + code_span(f"python -m elitr_core export pairwise-agreement --reference "
@@ -178,13 +177,13 @@ if tau is not None:
 
 if {"completeness", "conciseness"} & set(defined_criteria(mine)):
     st.subheader("Key facts of one comparison (CREAM)")
-    options = shown(choices, url, flt, judge)
-    if options is not None:
+    with shown():
+        options = choices(url, flt, judge)
         labels = dict(zip(options["id"], options["label"], strict=True))
         chosen = st.selectbox("Judgment", list(labels), format_func=labels.get,
                               **kept(JUDGMENT_KEY, next(iter(labels)), list(labels)))
-        view = shown(key_facts, int(chosen))
-        if view is not None:
+        with shown():
+            view = key_facts(int(chosen))
             row = options[options["id"] == chosen].iloc[0]
             st.caption(f"Completeness {plain(row.model_a)} {view['completeness_a']:.2f} · "
                        f"{plain(row.model_b)} {view['completeness_b']:.2f}; conciseness "

@@ -49,9 +49,8 @@ if reference is None:
             f"choose another reference above, or change {narrowing(flt)} in the sidebar "
             "(the human scores are on test2, QA, single-turn).")
     st.stop()
-table = shown(export_table, "calibration", flt, reference=reference)
-if table is None:
-    st.stop()
+with shown(stop=True):
+    table = export_table("calibration", flt, reference=reference)
 
 st.caption(f"Each response scored by {plain(reference)} and another evaluator falls in the bin "
            f"of its {plain(reference)} score (rounded, halves up); per bin the evaluator's mean "

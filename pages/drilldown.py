@@ -99,8 +99,8 @@ with tab:
     if tab_label == BREAKDOWN:
         st.caption("Mean score by question type and answer position. "
                    + plain(ANSWER_POSITIONS_NOTE))
-        breakdown = shown(export_table, "breakdown", model_flt)
-        if breakdown is not None:
+        with shown():
+            breakdown = export_table("breakdown", model_flt)
             facet = st.radio("Facet", ["question_type", "answer_position"], horizontal=True,
                              format_func=lambda f: plain(f.replace("_", " ")),
                              **kept(FACET_KEY, "question_type"))
@@ -111,8 +111,8 @@ with tab:
     elif tab_label == LOST_IN_MIDDLE:
         st.caption("One-tailed Welch t-test, H1: middle-position questions score lower than "
                    f"the others; p < .05 marks the effect. {plain(ANSWER_POSITIONS_NOTE)}")
-        lim = shown(export_table, "lost-in-middle", model_flt)
-        if lim is not None:
+        with shown():
+            lim = export_table("lost-in-middle", model_flt)
             show_table(lim.assign(effect=lim["p"] < 0.05), key="drilldown.lim-table")
             download_table(lim, f"lost-in-middle-{model}", table="lost-in-middle")
     elif tab_label == QUESTIONS:
@@ -136,8 +136,8 @@ with tab:
             "Human", score_columns,
             **kept(HUMAN_KEY, DEFAULT_HUMAN if DEFAULT_HUMAN in score_columns
                    else score_columns[-1], score_columns))
-        worst = shown(views.largest_disagreements, shown_rows, judge, human)
-        if worst is not None:
+        with shown():
+            worst = views.largest_disagreements(shown_rows, judge, human)
             st.caption(f"|{plain(judge)} - {plain(human)}|, largest first; {len(worst):,} "
                        "responses scored by both")
             picked_worst = show_table(worst, key="drilldown.worst-table", select=True,

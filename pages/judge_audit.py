@@ -117,7 +117,9 @@ def section(table: str, explanation: str, extra: str = "", title: str = ""):
         st.subheader(title)
     st.caption(explanation + " Same bytes as "
                + code_span(export_command(table, identity, extra, flt=flt)))
-    frame = shown(export_table, table, flt, audit=options)
+    frame = None
+    with shown():
+        frame = export_table(table, flt, audit=options)
     if frame is None:
         return None
     if (build := BUILDERS.get(table)) is not None:  # ppi-active: a table only
@@ -180,8 +182,8 @@ with tab:
                    "least-squares fit (after-l2, targets the squared error) and the median fit "
                    "(after-l1, targets the absolute error); out-of-fold MAE, squared error, "
                    "bias and quadratic-weighted kappa before and after each.") is not None:
-            scores = shown(computed, recalibrated_scores, flt, judge=judge, human=human)
-            if scores is not None:
+            with shown():
+                scores = computed(recalibrated_scores, flt, judge=judge, human=human)
                 figure(audit_figures.recalibration_plot, scores,
                        f"recalibration-{judge}-{human}")
     elif tab_label == EFFECTS:

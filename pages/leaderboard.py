@@ -74,9 +74,8 @@ require_role(RESEARCHER)  # checked on the server by every page, not only app.py
 st.title("Leaderboard")
 flt = sidebar_filters()
 
-board = shown(export_table, "leaderboard", flt)
-if board is None:
-    st.stop()
+with shown(stop=True):
+    board = export_table("leaderboard", flt)
 
 evaluators = views.evaluators_in(board)
 evaluator = st.selectbox("Evaluator", evaluators,
@@ -130,20 +129,21 @@ with tab:
                    "groups (one NAME=MODEL,MODEL per line), pooled over their members' "
                    f"responses. {plain(ANSWER_POSITIONS_NOTE)}")
         spec = st.text_area("Groups", **kept(GROUPS_KEY, "\n".join(views.DEFAULT_FAMILIES)))
-        groups = shown(parse_groups, [line for line in spec.splitlines() if line.strip()])
-        families = shown(export_table, "breakdown", flt, groups=groups) if groups else None
-        if families is not None:
-            names = {name for name, _ in groups or ()}
-            families = families[families["model"].isin(names)].reset_index(drop=True)
-            show_table(families, key="leaderboard.families-table")
-            download_table(families, "breakdown-families", key="download.families")
+        with shown():
+            groups = parse_groups([line for line in spec.splitlines() if line.strip()])
+            if groups:
+                families = export_table("breakdown", flt, groups=groups)
+                names = {name for name, _ in groups}
+                families = families[families["model"].isin(names)].reset_index(drop=True)
+                show_table(families, key="leaderboard.families-table")
+                download_table(families, "breakdown-families", key="download.families")
     elif tab_label == DIFFERENTIATING:
         st.caption("The QA/Conv differentiating questions, whose Conv phrasing relies on "
                    "earlier turns (16 dev + 17 test2): mean score in QA-st, QA-mt and Conv-mt, "
                    "pooled over dev and test2. Same bytes as "
                    + code_span(f"python -m elitr_core export differentiating {cli_arguments(flt)}"))
-        differentiating = shown(export_table, "differentiating", flt)
-        if differentiating is not None:
+        with shown():
+            differentiating = export_table("differentiating", flt)
             table = differentiating[differentiating["evaluator"] == evaluator]
             wide = table.pivot_table(index="model", columns="setting_mode", values="mean")
             show_table(wide[[c for c in SETTING_MODE_ORDER if c in wide.columns]
@@ -160,8 +160,8 @@ with tab:
                    "questions) treats every question as independent. Same bytes as "
                    + code_span("python -m elitr_core export model-difference "
                                + cli_arguments(flt)))
-        difference = shown(export_table, "model-difference", flt)
-        if difference is not None:
+        with shown():
+            difference = export_table("model-difference", flt)
             if len(difference):  # one pair: its names here, their columns under Columns
                 pair = difference.iloc[0]
                 st.caption(md("model_a is {}, model_b {}; the notes, wilcoxon and p_naive are "

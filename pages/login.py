@@ -47,7 +47,10 @@ def _attempt(password: str) -> str | None:
     if attempt_id is None:
         st.error(plain(describe_wait(wait)))
         return None
-    if not guarded(check_researcher_password, password):
+    right = False
+    with guarded():
+        right = check_researcher_password(password)
+    if not right:
         st.error("Wrong password.")
         return None
     with writing(engine) as session:

@@ -227,12 +227,12 @@ with st.form("runs.start"):
         options["baseline"] = mid.text_input(
             "Baseline model (cream / battle; empty: all pairs)", key="runs.baseline")
     if st.form_submit_button("Start", type="primary"):
-        argv = guarded(jobs.build_command, kind, options)
-        if argv and (reason := refusal(kind, options)):
-            st.error(md("Not started: ") + message(reason))
-            argv = None
-        job = guarded(jobs.start_job, argv) if argv else None
-        if job is not None:
-            st.rerun()  # the status above shows the job and refreshes while it runs
+        with guarded():
+            argv = jobs.build_command(kind, options)
+            if reason := refusal(kind, options):
+                st.error(md("Not started: ") + message(reason))
+            else:
+                jobs.start_job(argv)
+                st.rerun()  # the status above shows the job and refreshes while it runs
 
 

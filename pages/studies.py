@@ -64,12 +64,6 @@ st.title("Studies")
 PROGRESS_KEYS = ("annotator", "unit", "status", "answered", "items", "minutes_spent")
 QUALITY_KEYS = ("annotator", "flags", "answered", "median_seconds", "gold_r")
 
-def _write(func, *args, **kwargs):  # type: ignore[no-untyped-def]
-    """One core call in one transaction; a user error becomes a message."""
-    with writing(engine) as session:
-        return guarded(func, session, *args, **kwargs)
-
-
 def attention_note(summary: dict, progress: pd.DataFrame) -> str:  # type: ignore[type-arg]
     """Why an annotator's queue is longer than the study's item count."""
     rate = float(summary["attention_rate"])  # type: ignore[arg-type]
@@ -86,8 +80,9 @@ def attention_note(summary: dict, progress: pd.DataFrame) -> str:  # type: ignor
 
 def _examples_editor(study: str) -> None:
     """Edit the study's worked examples (shown under Guidelines on the annotation page)."""
-    with reading(engine) as session:
-        examples = guarded(examples_of, session, study) or []
+    examples = []
+    with reading(engine) as session, guarded():
+        examples = examples_of(session, study)
     st.caption("The rubric is shown as is; these examples come from the paper's instructions "
                "until you save your own (an empty table restores them).")
     frame = pd.DataFrame([asdict(e) for e in examples],
@@ -97,8 +92,9 @@ def _examples_editor(study: str) -> None:
                                 min_value=1, max_value=10, step=1)})
     if st.button("Save the examples", key="studies.save-examples"):
         rows = edited.dropna(how="all").to_dict("records")
-        stored = _write(set_study_examples, study, rows)
-        if stored is not None:
+        with writing(engine) as session, guarded() as call:
+            stored = set_study_examples(session, study, rows)
+        if not call.failed:
             st.success(f"{stored:d} worked example(s) saved." if stored else
                        "The default examples are restored.")
 
@@ -131,32 +127,40 @@ def _version(status: StudyStatus) -> str:
 def _close(study: str) -> None:
     """Close after the confirmation; runs before the page redraws (one run, not two)."""
     st.session_state.pop(CONFIRM_KEY, None)
-    if _write(close_study, study) is not None:
+    with writing(engine) as session, guarded() as call:
+        close_study(session, study)
+    if not call.failed:
         forget_scores()  # the analysis pages show the stored aggregate on their next run
         st.session_state[MESSAGE_KEY] = f"{study} is closed; its aggregate is stored."
 
 
+def _reopen(study: str) -> None:
+    with writing(engine) as session, guarded():
+        reopen_study(session, study)
+
+
 def _aggregate(study: str) -> None:
-    stored = _write(aggregate, study)
-    if stored is not None:
+    with writing(engine) as session, guarded() as call:
+        stored = aggregate(session, study)
+    if not call.failed:
         forget_scores()
         st.session_state[MESSAGE_KEY] = f"{stored:d} aggregate score(s) stored."
 
 
 def _exclude(study: str, target: str, reason: str) -> None:
     """Runs before the page redraws, so the tables below already show the exclusion."""
-    with writing(engine) as session:
-        marked = guarded(exclude_annotator, session, study, target, reason)
-        report = None if marked is None else exclusion_report(session, study, target, marked)
-    if report is not None:
+    with writing(engine) as session, guarded() as call:
+        marked = exclude_annotator(session, study, target, reason)
+        report = exclusion_report(session, study, target, marked)
+    if not call.failed:
         forget_scores()  # the aggregate without them
         st.session_state[MESSAGE_KEY] = report
 
 
 def _state(study: str) -> str | None:
-    with reading(engine) as session:
-        found = guarded(get_study, session, study)
-        return None if found is None else str(found.status)
+    with reading(engine) as session, guarded():
+        return str(get_study(session, study).status)
+    return None
 
 
 @st.fragment
@@ -185,7 +189,7 @@ def study_controls(study: str, summary: dict) -> None:  # type: ignore[type-arg]
         c2.button("Close the study", type="primary", key="studies.close",
                   on_click=lambda: st.session_state.update({CONFIRM_KEY: study}))
     else:
-        c3.button("Re-open the study", on_click=_write, args=(reopen_study, study))
+        c3.button("Re-open the study", on_click=_reopen, args=(study,))
     if st.session_state.get(MESSAGE_KEY):
         st.success(plain(st.session_state.pop(MESSAGE_KEY)))
 
@@ -250,8 +254,9 @@ with create_tab, st.form("studies.create"):
                          max_concurrent=int(cap) or None, sample=int(sample) or None,
                          selection=selection, judge=judge, lease_minutes=int(lease),
                          join_limit=int(joins))
-        summary = _write(create_study, spec)
-        if summary:
+        with writing(engine) as session, guarded() as call:
+            summary = create_study(session, spec)
+        if not call.failed:
             names.insert(0, str(summary["study"]))  # the tabs below offer it in this run
             st.success(md("Study {} created: {} items in {} unit(s).", name, summary["items"],
                           summary["units"]))
@@ -288,9 +293,9 @@ with people_tab, st.form("studies.annotator"):
     their_study = st.selectbox("Study the link opens", names,
                                help="the annotator joins this study's pool (gold or silver)")
     if st.form_submit_button("Add annotator"):
-        added = _write(add_study_annotator, who, their_study or "")
-        if added:
-            token, their_pool = added
+        with writing(engine) as session, guarded() as call:
+            token, their_pool = add_study_annotator(session, who, their_study or "")
+        if not call.failed:
             st.success(md("Personal link of {} to study {} ({} pool), shown once: send it "
                           "privately.", who, their_study, their_pool))
             st.code(annotator_link(token, public_base_url(), their_study), language=None,
@@ -308,9 +313,8 @@ def reliability_section(slug: str, study: str) -> None:
                + code_span(f"python -m elitr_core export annotator-reliability --evaluator "
                            f"{slug}") + "; " + code_span("export silver-aggregate")
                + " gives the reliability-weighted aggregate beside the mean.")
-    reliability = shown(export_table, "annotator-reliability",
-                        ScoreFilter(evaluators=(slug,)))
-    if reliability is not None:
+    with shown():
+        reliability = export_table("annotator-reliability", ScoreFilter(evaluators=(slug,)))
         show_table(reliability, key="studies.reliability-table")
         download_table(reliability, f"annotator-reliability-{study}",
                        table="annotator-reliability")
@@ -321,12 +325,16 @@ with status_tab:
         st.info("No study yet: create one in the next tab.")
         st.stop()
     study = st.selectbox("Study", names, key=SELECTED_KEY)
+    report = agreement = None
     with reading(engine) as session:
-        status = guarded(study_status, session, study)
-        report = guarded(quality_report, session, study)
-    if status is None:
+        with guarded() as read:
+            status = study_status(session, study)
+        with guarded():
+            report = quality_report(session, study)
+    if read.failed:
         st.stop()
-    agreement = guarded(_agreement, database_url(), study, _version(status))
+    with guarded():
+        agreement = _agreement(database_url(), study, _version(status))
     study_controls(study, status.summary)
     st.caption("Scores go to evaluator " + code_span(status.summary["evaluator"])
                + md("; order seed {}; {} annotator(s) per item.", status.summary["order_seed"],

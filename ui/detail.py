@@ -23,7 +23,9 @@ def response_detail(row: pd.Series | None, score_columns: Sequence[str]) -> None
     if row is None:
         return
     if "transcript_excerpt" not in row.index and {"meeting", "question"} <= set(row.index):
-        excerpt = guarded(transcript_excerpt, str(row["meeting"]), str(row["question"]))
+        excerpt = None
+        with guarded():
+            excerpt = transcript_excerpt(str(row["meeting"]), str(row["question"]))
         row = pd.concat([row, pd.Series({"transcript_excerpt": excerpt})])
     with st.container(border=True, key="detail-panel"):
         title = " · ".join(str(row[c]) for c in ("meeting", "question_id", "model")

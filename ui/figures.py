@@ -20,8 +20,9 @@ def show_figure(build: Callable[..., go.Figure], *args: Any, name: str,
                 **kwargs: Any) -> go.Figure | None:
     """``build(*args, **kwargs)`` drawn with its PNG/SVG downloads; the figure is cached by
     the builder and the argument values. A builder's user error is shown as a message."""
-    fig = shown(cached_figure, build, *args, **kwargs)
-    if fig is not None:
+    with shown():
+        fig = cached_figure(build, *args, **kwargs)
         st.plotly_chart(fig, width="stretch")
         download_figure(fig, name)
-    return fig
+        return fig
+    return None

@@ -9,7 +9,7 @@ from sqlalchemy import and_, select, tuple_
 from sqlmodel import Session, col
 
 from db.keyed import upsert
-from db.models import Evaluator, Meeting, Question, Response, Run, Score
+from db.models import Evaluator, Response, Run, Score
 
 # SQLite allows 32,766 bound variables per statement; rows of up to ~12 columns fit in 1,000.
 _CHUNK = 1000
@@ -72,23 +72,6 @@ def score_row(
 def upsert_scores(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Write many imported scores at once (value and status updated on a key conflict)."""
     upsert(session=session, table=Score, rows=rows, keys=SCORE_KEY, update=["value", "status"])
-
-
-def question_ids(*, session: Session) -> dict[tuple[str, int], int]:
-    """Map (meeting external id, question number) -> question id."""
-    stmt = select(col(Question.id), col(Meeting.external_id), col(Question.number)).join(
-        Meeting,
-        col(Meeting.id) == col(Question.meeting_id),
-    )
-    return {(m, n): qid for qid, m, n in session.execute(stmt)}
-
-
-def question_facets(*, session: Session) -> dict[tuple[str, int], tuple[str, str]]:
-    """Map (meeting external id, question number) -> (question type, answer position)."""
-    stmt = select(col(Meeting.external_id), col(Question.number), col(Question.question_type),
-                  col(Question.answer_position)).join(
-        Meeting, col(Meeting.id) == col(Question.meeting_id))
-    return {(m, n): (t, p) for m, n, t, p in session.execute(stmt)}
 
 
 def response_ids(

@@ -1,4 +1,4 @@
-"""Read queries of the shared dataset (``export dataset``): questions, studies and the order
+"""Read queries of the shared dataset (``export dataset``): studies and the order
 in which annotators were added (their pseudonyms follow it). No Prolific id, completion code
 or token is read here."""
 
@@ -9,20 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from db.models import Annotator, Evaluator, Meeting, Participation, Question, Study, StudyItem
-
-
-def question_rows(*, session: Session) -> list[dict[str, Any]]:
-    """Every question: meeting, question_id (its number), split, type, position, the QA and
-    Conv texts and the reference answer, by split, meeting and number."""
-    stmt: Any = (select(col(Meeting.external_id).label("meeting"),
-                   col(Question.number).label("question_id"), col(Meeting.split),
-                   col(Question.question_type), col(Question.answer_position),
-                   col(Question.qa_text).label("question"),
-                   col(Question.conv_text).label("question_conv"), col(Question.reference))
-            .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
-            .order_by(col(Meeting.split), col(Meeting.external_id), col(Question.number)))
-    return [dict(row._mapping) for row in session.execute(stmt)]
+from db.models import Annotator, Evaluator, Participation, Study, StudyItem
 
 
 def study_rows(*, session: Session) -> list[dict[str, Any]]:

@@ -155,40 +155,6 @@ def score_records(session: Session, flt: ScoreFilter) -> dict[str, list[tuple[An
     }
 
 
-def differentiating_keys(session: Session) -> tuple[tuple[str, int], ...]:
-    """(meeting, question number) of the QA/Conv differentiating questions: those whose Conv
-    phrasing differs from the QA one (16 dev + 17 test2 in the bundled data)."""
-    stmt = (
-        select(col(Meeting.external_id), col(Question.number))
-        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
-        .where(col(Question.conv_text).is_not(None), col(Question.conv_text) != Question.qa_text)
-        .order_by(col(Meeting.external_id), col(Question.number))
-    )
-    return tuple((str(m), int(n)) for m, n in session.execute(stmt))
-
-
-def overview_counts(session: Session) -> dict[str, int]:
-    """Headline counts for the home page."""
-
-    def count(model: Any) -> int:
-        return int(session.execute(select(func.count()).select_from(model)).scalar_one())
-
-    return {
-        "meetings": count(Meeting),
-        # benchmark questions only: a meeting's summary question (number 0) is not one
-        "questions": int(session.execute(select(func.count()).select_from(Question).where(
-            col(Question.question_type) != "summary")).scalar_one()),
-        "runs": count(Run),
-        "responses": count(Response),
-        "scores": count(Score),
-        "transcripts": int(
-            session.execute(
-                select(func.count()).where(col(Meeting.transcript).is_not(None))
-            ).scalar_one()
-        ),
-    }
-
-
 def runs_per_model(session: Session) -> list[dict[str, Any]]:
     """One row per run: model (its label, :func:`run_label`, so ``M`` and ``M (bm25)`` stay two
     rows), setting, mode, split, seed, responses."""

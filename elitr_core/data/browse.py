@@ -6,13 +6,17 @@ from :func:`elitr_core.data.database.reading`.
 """
 
 from db.annotation import list_studies
-from db.meetings import meeting_browser, meeting_transcript, meetings
+from db.benchmark import (
+    differentiating_keys,
+    meeting_browser,
+    meeting_transcript,
+    meetings,
+    overview_counts,
+)
 from db.queries import (
     ScoreFilter,
-    differentiating_keys,
     feedback_rows,
     filter_options,
-    overview_counts,
     response_rows,
     runs_per_model,
     scores_per_evaluator,

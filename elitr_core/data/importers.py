@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlmodel import Session
 
+from db import benchmark as bq
 from db import crud, keyed
-from db.benchmark import has_questions
 from db.models import NO_SEED, Meeting, Question, QuestionTranslation, Response, Run
 from elitr_core.data.benchmark import (
     ARCHIVE_PASSWORD,
@@ -160,7 +160,7 @@ def _lookup_questions(session: Session,
                       files: list[BenchmarkFile]) -> dict[tuple[str, int], int]:
     """(meeting, number) -> id of every stored question; a question of ``files`` not stored is
     refused."""
-    known = crud.question_ids(session=session)
+    known = bq.question_ids(session=session)
     for f, q in ((file, q) for file in files for q in file.questions):
         if (q.meeting, q.number) not in known:
             raise DataFileError(
@@ -316,4 +316,4 @@ def import_bundled(session: Session) -> ImportReport:
 
 def database_is_empty(session: Session) -> bool:
     """True when no question is stored yet (first start of the app)."""
-    return not has_questions(session=session)
+    return not bq.has_questions(session=session)

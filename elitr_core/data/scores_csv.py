@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session
 
+from db import benchmark as bq
 from db import bulk, crud
 from db.models import NO_SEED
 from elitr_core.data.overwrite import Guard, refuse_other_facets
@@ -143,8 +144,8 @@ class _Resolver:
     def __init__(self, session: Session, path: Path) -> None:
         self.session = session
         self.path = path
-        self.questions = crud.question_ids(session=session)
-        self.facets = crud.question_facets(session=session)
+        self.questions = bq.question_ids(session=session)
+        self.facets = bq.question_facets(session=session)
         self.facets_seen: set[tuple[str, int, str | None, str | None]] = set()
         self.runs = bulk.run_ids(session)
         self.run_responses: dict[int, dict[int, int]] = {}  # run -> question -> response

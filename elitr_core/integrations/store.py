@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from db import benchmark as bq
 from db import crud, keyed
 from db.models import NO_SEED, Meeting, Response, Run
 from elitr_core.data import records
@@ -121,7 +122,7 @@ def _checked_key(run: HarnessRun, variant: str) -> tuple[str, str]:
 def _question_ids(session: Session, run: HarnessRun) -> dict[tuple[str, int], int]:
     """(meeting, number) -> question id of every answer; an answer naming no stored question
     of the run's split is refused."""
-    known = crud.question_ids(session=session)
+    known = bq.question_ids(session=session)
     meetings = sorted({a.meeting for a in run.answers})
     splits = keyed.stored_rows(session=session, table=Meeting, keys=["external_id"],
                                columns=["split"], where={"external_id": meetings})

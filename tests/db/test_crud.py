@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
+from db import benchmark as bq
 from db import crud, keyed
 from db.models import NO_SEED, Annotator, Evaluator, Meeting, Question, Response, Run, Score
 from elitr_core.data.database import open_database, reading, writing
@@ -113,7 +114,7 @@ def test_statements_are_chunked(small_sqlite: str, monkeypatch: pytest.MonkeyPat
 
 def test_look_ups(small_sqlite: str) -> None:
     with reading(open_database(small_sqlite)) as session:
-        questions = crud.question_ids(session=session)
+        questions = bq.question_ids(session=session)
         question = session.get(Question, questions[(TEST2, 4)])
         key = {"model": "B", "setting": "conv", "mode": "mt", "split": "test2"}
         run = crud.run_id(session=session, seed=NO_SEED, **key)

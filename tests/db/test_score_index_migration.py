@@ -15,7 +15,8 @@ from sqlalchemy import event, inspect
 from sqlmodel import Session, SQLModel
 
 import db.models  # noqa: F401  (registers the tables)
-from db import meetings, queries, studies
+from db import benchmark as bq
+from db import queries, studies
 from db.engine import get_engine
 from db.migrate import upgrade
 from tests import small_db
@@ -69,7 +70,7 @@ def plan(url: str, sql: str, params: Any, *, drop: str | None = None) -> str:
 #: meeting page's scores, the metric evaluators' to-do list, a sampled study's judge values,
 #: the study admin's scores of some responses.
 QUERIES: dict[str, Callable[[Session], Any]] = {
-    "meeting page": lambda s: meetings.meeting_browser(s, "meeting_en_dev_901"),
+    "meeting page": lambda s: bq.meeting_browser(s, "meeting_en_dev_901"),
     "responses without score": lambda s: queries.responses_without_score(
         s, 1, queries.ScoreFilter()),
     "judge values": lambda s: studies.judge_values(session=s, slug="gpt-4",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from db.benchmark import overview_counts
 from db.engine import get_engine
-from db.queries import overview_counts
 from elitr_core.cli.main import main
 from elitr_core.data.database import reading
 from elitr_core.data.summaries import SUMMARY_REQUEST

@@ -29,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from db.queries import ScoreFilter  # noqa: E402
+from db.runs import ScoreFilter
 from elitr_core.cli.main import main as cli  # noqa: E402
 from elitr_core.data.database import open_database, reading  # noqa: E402
 from elitr_core.data.scores import scores_table  # noqa: E402

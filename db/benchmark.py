@@ -1,11 +1,14 @@
-"""Queries of the benchmark's tables for the passes and importers: meetings, questions and their
-translations, runs, responses, evaluators. Keyword-only, ``session`` first, like
-:mod:`db.crud`; rows the core changes are written back with :func:`db.crud.save`. What to do
-with the rows (which questions a task asks, when a run is done) stays in the core."""
+"""The benchmark: meetings (with their transcripts), questions and their translations.
+Keyword-only, ``session`` first; rows the core changes are written back with
+:func:`db.keyed.save`. What to do with the rows (which questions a task asks) stays in the core.
+
+The Meeting page's reads (the list, one transcript, a meeting's responses with their scores)
+and the Home page's headline counts are here too: they start from the benchmark's tables.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import func
@@ -13,7 +16,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from db.models import Evaluator, Meeting, Question, QuestionTranslation, Response, Run, Score
-from db.queries import run_label
+from db.runs import run_label
 
 
 def meeting_rows(*, session: Session, split: str | None = None) -> list[Meeting]:
@@ -80,29 +83,6 @@ def translations(*, session: Session, languages: Collection[str],
     return {(t.question_id, t.language): t for t in session.exec(stmt)}
 
 
-def run_by_key(*, session: Session, key: dict[str, Any]) -> Run:
-    """The run whose key columns (model, setting, ..., language) hold these values."""
-    return session.exec(select(Run).where(*(getattr(Run, k) == v for k, v in key.items()))).one()
-
-
-def run_by_id(*, session: Session, run_id: int) -> Run | None:
-    """The run with this id."""
-    return session.get(Run, run_id)
-
-
-def run_answers(*, session: Session, run_id: int) -> dict[int, tuple[str, Mapping[str, Any]]]:
-    """Question id -> (stored answer text, its metadata) of a run."""
-    stmt = select(Response.question_id, Response.text, Response.meta).where(
-        Response.run_id == run_id)
-    return {qid: (text, meta) for qid, text, meta in session.exec(stmt)}
-
-
-def response_count(*, session: Session, run_id: int) -> int:
-    """How many answers a run has stored."""
-    stmt = sa_select(func.count(col(Response.id))).where(col(Response.run_id) == run_id)
-    return int(session.execute(stmt).scalar_one())
-
-
 def evaluator_by_id(*, session: Session, evaluator_id: int) -> Evaluator | None:
     """The evaluator with this id."""
     return session.get(Evaluator, evaluator_id)
@@ -119,39 +99,6 @@ def score_states(*, session: Session, evaluator_id: int) -> dict[tuple[int, int]
     stmt = select(Score.response_id, Score.sample, Score.status).where(
         Score.evaluator_id == evaluator_id, Score.annotator_key == 0)
     return {(rid, sample): status for rid, sample, status in session.exec(stmt)}
-
-
-def responses_to_judge(*, session: Session, filters: dict[str, str | None],
-                       models: Collection[str] = (), except_type: str | None = None,
-                       labels: bool = False, by_question: bool = False,
-                       ) -> list[tuple[Any, ...]]:
-    """Stored responses with their run and question, in run and question order: response id,
-    text, run seed, setting, language, question id, QA text, Conv text, reference; with
-    ``labels`` the run's model, label (:func:`db.queries.run_label`), mode and split follow.
-
-    ``filters`` maps run columns (split, setting, mode, language) to a value or None (any);
-    ``models`` keeps the runs of these models (by name; empty: every run). ``by_question``
-    orders by question, then run.
-    """
-    columns: list[Any] = [col(Response.id), col(Response.text), col(Run.seed),
-                          col(Run.setting), col(Run.language), col(Question.id),
-                          col(Question.qa_text), col(Question.conv_text),
-                          col(Question.reference)]
-    if labels:
-        columns += [col(Run.model), run_label(), col(Run.mode), col(Run.split)]
-    stmt: Any = (sa_select(*columns)
-                 .join(Run, col(Run.id) == col(Response.run_id))
-                 .join(Question, col(Question.id) == col(Response.question_id))
-                 .order_by(*((col(Question.id), col(Run.id)) if by_question
-                             else (col(Run.id), col(Question.id)))))
-    stmt = _of_type(stmt, None, except_type)
-    for name, value in filters.items():
-        if value:
-            stmt = stmt.where(getattr(Run, name) == value)
-    if models:
-        stmt = stmt.where(col(Run.model).in_(list(models)))
-    return [tuple(row) for row in session.execute(stmt)]
-
 
 
 def question_ids(*, session: Session) -> dict[tuple[str, int], int]:

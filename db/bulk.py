@@ -153,26 +153,4 @@ def annotator_ids(session: Session, pairs: Iterable[tuple[int, str]]) -> dict[tu
     return out
 
 
-def response_ids_of_runs(session: Session, runs: Iterable[int]) -> dict[tuple[int, int], int]:
-    """Map (run id, question id) -> response id for every response of ``runs``."""
-    from db.models import Response
-
-    table = Response.__table__  # type: ignore[attr-defined]
-    runs = list(runs)
-    stmt = select(table.c.run_id, table.c.question_id, table.c.id).where(
-        table.c.run_id.in_(runs))
-    return {(r, q): i for r, q, i in session.execute(stmt)}
-
-
-def run_ids(session: Session) -> dict[tuple[str, str, str, str, int], int]:
-    """Map (model, setting, mode, split, seed) -> id of the runs a scores CSV can name (the
-    English runs without a variant, as ``crud.run_id`` finds them)."""
-    from db.models import Run
-
-    table = Run.__table__  # type: ignore[attr-defined]
-    stmt = select(table.c.model, table.c.setting, table.c.mode, table.c.split, table.c.seed,
-                  table.c.id).where(table.c.variant == "", table.c.language == "en")
-    return {tuple(row[:5]): row[5] for row in session.execute(stmt)}  # type: ignore[misc]
-
-
-__all__ = ["STAGED", "ScoreStaging", "annotator_ids", "response_ids_of_runs", "run_ids"]
+__all__ = ["STAGED", "ScoreStaging", "annotator_ids"]

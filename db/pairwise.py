@@ -11,7 +11,7 @@ from sqlmodel import Session, col
 
 from db import keyed
 from db.models import NO_SEED, Evaluator, Meeting, PairwiseJudgment, Question, Response, Run
-from db.queries import ScoreFilter, run_label
+from db.runs import ScoreFilter, run_label
 
 PAIRWISE_KEY: tuple[str, ...] = ("evaluator_id", "response_a_id", "response_b_id", "order",
                                  "sample")
@@ -77,7 +77,7 @@ def _pair_statement(flt: ScoreFilter, status: str) -> Any:
 def pairwise_rows(session: Session, flt: ScoreFilter, *,
                   status: str = "ok") -> list[dict[str, Any]]:
     """Pairwise judgments (status ``ok`` by default) with their question and runs (named by
-    :func:`db.queries.run_label`), in question order; ``seed`` None for runs without one."""
+    :func:`db.runs.run_label`), in question order; ``seed`` None for runs without one."""
     rows = [dict(row._mapping) for row in session.execute(_pair_statement(flt, status))]
     for row in rows:
         row["seed"] = None if row["seed"] == NO_SEED else row["seed"]

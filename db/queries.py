@@ -1,62 +1,22 @@
-"""Read queries that return plain rows for the core (no statistics here)."""
+"""Read queries of scores that return plain rows for the core (no statistics here)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, func, or_, select
+from sqlalchemy import func, select
 from sqlmodel import Session, col
 
 from db.models import NO_SEED, Annotator, Evaluator, Meeting, Question, Response, Run, Score
-
-
-@dataclass(frozen=True)
-class ScoreFilter:
-    """Filters shared by the exports, the CLI and the pages' sidebar (None = no filter)."""
-
-    split: str | None = None
-    setting: str | None = None
-    mode: str | None = None
-    evaluators: tuple[str, ...] | None = None
-    models: tuple[str, ...] | None = None
-    status: str = "ok"
-
-
-def run_label(run: Any = Run) -> Any:
-    """A run's name in the analyses: its model, with its ``--variant`` in parentheses when it
-    has one, so a full-context and a retrieval run of one model (``M`` and ``M (bm25)``) are two
-    rows of every table instead of one mixed row. The one place this rule is written: every
-    table, page and pairwise judge reads the name from here (``run``: ``Run`` or an alias)."""
-    return case((col(run.variant) == "", col(run.model)),
-                else_=col(run.model) + " (" + col(run.variant) + ")")
-
-
-def filter_runs(stmt: Any, flt: ScoreFilter) -> Any:
-    """Apply the run filters (split, setting, mode, models) of ``flt`` to a statement on Run;
-    a model filter matches a run's model name or its label (:func:`run_label`)."""
-    for column, value in (("split", flt.split), ("setting", flt.setting), ("mode", flt.mode)):
-        if value:
-            stmt = stmt.where(getattr(Run, column) == value)
-    if flt.models:
-        stmt = stmt.where(or_(col(Run.model).in_(flt.models), run_label().in_(flt.models)))
-    return stmt
-
-
-def _response_key_columns() -> list[Any]:
-    """The columns that identify a response (``stats.frame.RESPONSE_KEY``), labelled."""
-    return [
-        col(Meeting.external_id).label("meeting"), col(Question.number).label("question_id"),
-        col(Run.split), col(Run.setting), col(Run.mode), col(Run.seed),
-        run_label().label("model"),
-    ]
+from db.responses import response_key_columns
+from db.runs import ScoreFilter, filter_runs, run_label
 
 
 def score_statement(flt: ScoreFilter) -> Any:
     """The SELECT behind :func:`score_rows` and :func:`score_records` (stable order)."""
     stmt: Any = (
         select(
-            *_response_key_columns(),
+            *response_key_columns(),
             col(Question.question_type),
             col(Question.answer_position),
             col(Evaluator.slug).label("evaluator"),
@@ -155,27 +115,6 @@ def score_records(session: Session, flt: ScoreFilter) -> dict[str, list[tuple[An
     }
 
 
-def runs_per_model(session: Session) -> list[dict[str, Any]]:
-    """One row per run: model (its label, :func:`run_label`, so ``M`` and ``M (bm25)`` stay two
-    rows), setting, mode, split, seed, responses."""
-    stmt: Any = (
-        select(
-            run_label().label("model"),
-            col(Run.setting),
-            col(Run.mode),
-            col(Run.split),
-            col(Run.seed),
-            col(Run.backend),
-            func.count(col(Response.id)).label("responses"),
-        )
-        .outerjoin(Response, col(Response.run_id) == col(Run.id))
-        .group_by(col(Run.id))
-        .order_by(col(Run.model), col(Run.variant), col(Run.setting), col(Run.mode),
-                  col(Run.split))
-    )
-    return [dict(r._mapping) for r in session.execute(stmt)]
-
-
 def scores_per_evaluator(session: Session) -> list[dict[str, Any]]:
     """Scores per evaluator and status."""
     stmt: Any = (
@@ -192,44 +131,6 @@ def scores_per_evaluator(session: Session) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in session.execute(stmt)]
 
 
-def response_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
-    """Responses with their question and reference texts, for the drilldown question table.
-
-    Keys are those of the ``scores`` export (meeting, question_id, split, setting, mode, seed,
-    model) plus question_type, answer_position, ``question`` (the Conv text in the conv setting
-    when the question has one, else the QA text), ``reference`` and ``response``. The evaluator
-    filter does not apply: a response is listed even when no chosen evaluator scored it.
-    """
-    from sqlalchemy import case  # local: the module's imports are shared with other work
-
-    question_text = case(
-        (
-            (col(Run.setting) == "conv") & col(Question.conv_text).is_not(None),
-            col(Question.conv_text),
-        ),
-        else_=col(Question.qa_text),
-    )
-    stmt: Any = (
-        select(
-            *_response_key_columns(),
-            col(Question.question_type),
-            col(Question.answer_position),
-            question_text.label("question"),
-            col(Question.reference),
-            col(Response.text).label("response"),
-        )
-        .join(Run, col(Run.id) == col(Response.run_id))
-        .join(Question, col(Question.id) == col(Response.question_id))
-        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
-        .order_by(col(Run.split), col(Run.setting), col(Run.mode), col(Run.model),
-                  col(Meeting.external_id), col(Question.number), col(Run.seed))
-    )
-    rows = [dict(row._mapping) for row in session.execute(filter_runs(stmt, flt))]
-    for row in rows:
-        row["seed"] = None if row["seed"] == NO_SEED else row["seed"]
-    return rows
-
-
 def feedback_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
     """Stored judge outputs (``Score.raw``) of scored rows, one per response, evaluator and sample.
 
@@ -238,7 +139,7 @@ def feedback_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
     """
     stmt: Any = (
         select(
-            *_response_key_columns(),
+            *response_key_columns(),
             col(Evaluator.slug).label("evaluator"),
             col(Score.sample),
             col(Score.raw).label("feedback"),
@@ -260,46 +161,3 @@ def feedback_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
     return rows
 
 
-def filter_options(session: Session) -> dict[str, list[str]]:
-    """The values the sidebar filters offer, each sorted: ``split``, ``setting``, ``mode``,
-    ``models`` (of the runs) and ``evaluators`` (those with at least one score)."""
-
-    def distinct(stmt: Any) -> list[str]:
-        return sorted(str(v) for (v,) in session.execute(stmt.distinct()) if v is not None)
-
-    return {
-        "split": distinct(select(col(Run.split))),
-        "setting": distinct(select(col(Run.setting))),
-        "mode": distinct(select(col(Run.mode))),
-        "models": distinct(select(run_label())),
-        "evaluators": distinct(
-            select(col(Evaluator.slug)).join(Score, col(Score.evaluator_id) == col(Evaluator.id))
-        ),
-    }
-
-
-def responses_without_score(
-    session: Session, evaluator_id: int, flt: ScoreFilter
-) -> list[tuple[int, str, str]]:
-    """(response id, response text, reference) of the filtered responses that this evaluator
-    has not scored; a run in another language is compared with the translated reference."""
-    from sqlalchemy import and_
-
-    from db.models import QuestionTranslation
-
-    stmt: Any = (
-        select(col(Response.id), col(Response.text), col(Question.reference),
-               col(QuestionTranslation.reference))
-        .join(Run, col(Run.id) == col(Response.run_id))
-        .join(Question, col(Question.id) == col(Response.question_id))
-        .outerjoin(QuestionTranslation, and_(
-            col(QuestionTranslation.question_id) == col(Question.id),
-            col(QuestionTranslation.language) == col(Run.language),
-        ))
-        .outerjoin(Score, and_(col(Score.response_id) == col(Response.id),
-                               col(Score.evaluator_id) == evaluator_id))
-        .where(col(Score.id).is_(None))
-        .order_by(col(Response.id))
-    )
-    return [(rid, text, translated or reference)
-            for rid, text, reference, translated in session.execute(filter_runs(stmt, flt))]

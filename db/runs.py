@@ -1,19 +1,144 @@
-"""What the Runs page reads: generation runs with their answers' metadata, judge evaluators
-with their counts, and the judge outputs that gave no score. The page's rules (progress, a
-stopped process, previews) live in ``elitr_core.generation.status``."""
+"""Runs: a run's name (:func:`run_label`), the filters every table and page applies to runs
+(:class:`ScoreFilter`), a run found by its key or id, created, listed (the Runs page, the Home
+page's list) and the values the sidebar's filters offer. A run's answers are
+:mod:`db.responses`; the Runs page's rules (progress, a stopped process, previews) live in
+``elitr_core.generation.status``."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import and_, case, func, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from db.keyed import upsert
 from db.models import Evaluator, Meeting, PairwiseJudgment, Question, Response, Run, Score
-from db.queries import ScoreFilter, filter_runs, run_label
+
+
+@dataclass(frozen=True)
+class ScoreFilter:
+    """Filters shared by the exports, the CLI and the pages' sidebar (None = no filter)."""
+
+    split: str | None = None
+    setting: str | None = None
+    mode: str | None = None
+    evaluators: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+    status: str = "ok"
+
+
+def run_label(run: Any = Run) -> Any:
+    """A run's name in the analyses: its model, with its ``--variant`` in parentheses when it
+    has one, so a full-context and a retrieval run of one model (``M`` and ``M (bm25)``) are two
+    rows of every table instead of one mixed row. The one place this rule is written: every
+    table, page and pairwise judge reads the name from here (``run``: ``Run`` or an alias)."""
+    return case((col(run.variant) == "", col(run.model)),
+                else_=col(run.model) + " (" + col(run.variant) + ")")
+
+
+def filter_runs(stmt: Any, flt: ScoreFilter) -> Any:
+    """Apply the run filters (split, setting, mode, models) of ``flt`` to a statement on Run;
+    a model filter matches a run's model name or its label (:func:`run_label`)."""
+    for column, value in (("split", flt.split), ("setting", flt.setting), ("mode", flt.mode)):
+        if value:
+            stmt = stmt.where(getattr(Run, column) == value)
+    if flt.models:
+        stmt = stmt.where(or_(col(Run.model).in_(flt.models), run_label().in_(flt.models)))
+    return stmt
+
+
+def runs_per_model(session: Session) -> list[dict[str, Any]]:
+    """One row per run: model (its label, :func:`run_label`, so ``M`` and ``M (bm25)`` stay two
+    rows), setting, mode, split, seed, responses."""
+    stmt: Any = (
+        sa_select(
+            run_label().label("model"),
+            col(Run.setting),
+            col(Run.mode),
+            col(Run.split),
+            col(Run.seed),
+            col(Run.backend),
+            func.count(col(Response.id)).label("responses"),
+        )
+        .outerjoin(Response, col(Response.run_id) == col(Run.id))
+        .group_by(col(Run.id))
+        .order_by(col(Run.model), col(Run.variant), col(Run.setting), col(Run.mode),
+                  col(Run.split))
+    )
+    return [dict(r._mapping) for r in session.execute(stmt)]
+
+
+def filter_options(session: Session) -> dict[str, list[str]]:
+    """The values the sidebar filters offer, each sorted: ``split``, ``setting``, ``mode``,
+    ``models`` (of the runs) and ``evaluators`` (those with at least one score)."""
+
+    def distinct(stmt: Any) -> list[str]:
+        return sorted(str(v) for (v,) in session.execute(stmt.distinct()) if v is not None)
+
+    return {
+        "split": distinct(sa_select(col(Run.split))),
+        "setting": distinct(sa_select(col(Run.setting))),
+        "mode": distinct(sa_select(col(Run.mode))),
+        "models": distinct(sa_select(run_label())),
+        "evaluators": distinct(
+            sa_select(col(Evaluator.slug)).join(Score, col(Score.evaluator_id) == col(Evaluator.id))
+        ),
+    }
+
+
+def run_by_key(*, session: Session, key: dict[str, Any]) -> Run:
+    """The run whose key columns (model, setting, ..., language) hold these values."""
+    return session.exec(select(Run).where(*(getattr(Run, k) == v for k, v in key.items()))).one()
+
+
+def run_by_id(*, session: Session, run_id: int) -> Run | None:
+    """The run with this id."""
+    return session.get(Run, run_id)
+
+
+def run_id(
+    *,
+    session: Session,
+    model: str,
+    setting: str,
+    mode: str,
+    split: str,
+    seed: int,
+    variant: str = "",
+    language: str = "en",
+) -> int | None:
+    """The id of the run with this key, or None."""
+    stmt = sa_select(col(Run.id)).where(
+        and_(
+            col(Run.model) == model,
+            col(Run.setting) == setting,
+            col(Run.mode) == mode,
+            col(Run.split) == split,
+            col(Run.seed) == seed,
+            col(Run.variant) == variant,
+            col(Run.language) == language,
+        )
+    )
+    return session.execute(stmt).scalar_one_or_none()
+
+
+def upsert_run(*, session: Session, key: dict[str, Any], values: dict[str, Any]) -> None:
+    """Create the run with this key (model, setting, mode, split, seed, variant, language) and
+    ``values``; a stored run is left as it is."""
+    upsert(session=session, table=Run, keys=list(key), rows=[{**key, **values}])
+
+
+def run_ids(session: Session) -> dict[tuple[str, str, str, str, int], int]:
+    """Map (model, setting, mode, split, seed) -> id of the runs a scores CSV can name (the
+    English runs without a variant, as :func:`run_id` finds them)."""
+    table = Run.__table__  # type: ignore[attr-defined]
+    stmt = sa_select(table.c.model, table.c.setting, table.c.mode, table.c.split, table.c.seed,
+                     table.c.id).where(table.c.variant == "", table.c.language == "en")
+    return {tuple(row[:5]): row[5] for row in session.execute(stmt)}  # type: ignore[misc]
 
 
 def run_list(*, session: Session, include_imported: bool = False) -> list[Run]:
@@ -74,21 +199,3 @@ def unparsed_scores(*, session: Session, evaluator: str | None = None,
     if evaluator:
         stmt = stmt.where(col(Evaluator.slug) == evaluator)
     return [dict(row._mapping) for row in session.execute(stmt)]
-
-
-def interleaved_spans(*, session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
-    """One row per answer of an interleaved run (mode ``int2``, ``int3``, ...) under the run
-    filters of ``flt``: the columns that identify a response in the ``scores`` export
-    (``model`` the run's label, :func:`db.queries.run_label`), the run's own ``model`` as
-    ``base_model``, and the answer's metadata (``meta``, which holds its memory span)."""
-    stmt: Any = (
-        sa_select(col(Meeting.external_id).label("meeting"),
-                  col(Question.number).label("question_id"), col(Run.split),
-                  col(Run.setting), col(Run.mode), col(Run.seed), run_label().label("model"),
-                  col(Run.model).label("base_model"), col(Response.meta))
-        .join(Run, col(Run.id) == col(Response.run_id))
-        .join(Question, col(Question.id) == col(Response.question_id))
-        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
-        .where(col(Run.mode).like("int%"))
-        .order_by(col(Response.id)))
-    return [dict(row._mapping) for row in session.execute(filter_runs(stmt, flt))]

@@ -9,13 +9,14 @@ and ``silver-human`` (two annotators, individual scores only), each a planted fo
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sqlmodel import Session, select
 
 from db.crud import SCORE_KEY, score_row, upsert_evaluator, upsert_scores
 from db.keyed import upsert
 from db.models import NO_SEED, Annotator, Meeting, Question, Response, Run, Score, utcnow
-from elitr_core.data.database import open_database, writing
+from elitr_core.data.database import open_database, reading, writing
 
 MODELS = ("A", "B", "C")
 MEETINGS = {"meeting_en_dev_901": "dev", "meeting_en_test2_901": "test2"}
@@ -130,3 +131,9 @@ def upsert_score(
                "created_at": utcnow(), "updated_at": utcnow()}
         ],
     )
+
+
+def read(url: str, query: Any, *args: Any, **kw: Any) -> Any:
+    """``query(session, *args, **kw)`` in a read of the database at ``url``."""
+    with reading(open_database(url)) as session:
+        return query(session, *args, **kw)

@@ -112,7 +112,7 @@ def clear_caches() -> None:
 
 
 def scores_frame(flt: ScoreFilter) -> pd.DataFrame:
-    """The long ``scores`` table for the filters (a ``db.queries.ScoreFilter``), cached per
+    """The long ``scores`` table for the filters (a ``db.runs.ScoreFilter``), cached per
     database and filter values."""
     return _scores_frame(database_url(), flt)
 

@@ -20,7 +20,8 @@ from db import annotation as q
 from db import studies as sq
 from db.keyed import save
 from db.models import Study
-from db.queries import ScoreFilter, score_rows
+from db.queries import score_rows
+from db.runs import ScoreFilter
 from elitr_core.data.fields import lookup_name
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats import icc

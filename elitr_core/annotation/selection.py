@@ -74,7 +74,7 @@ def plan_budget(session: Session, *, split: str | None, setting: str | None,
                 half_width: float) -> pd.DataFrame:
     """The ``ppi-budget`` table for a study's filters (human scores per model needed for a
     target interval half-width, PPI++ versus human-only), from the scores stored so far."""
-    from db.queries import ScoreFilter
+    from db.runs import ScoreFilter
     from elitr_core.data.scores import scores_table
     from elitr_core.stats.ppi import budget_plan
 

@@ -13,14 +13,9 @@ from db.benchmark import (
     meetings,
     overview_counts,
 )
-from db.queries import (
-    ScoreFilter,
-    feedback_rows,
-    filter_options,
-    response_rows,
-    runs_per_model,
-    scores_per_evaluator,
-)
+from db.queries import feedback_rows, scores_per_evaluator
+from db.responses import response_rows
+from db.runs import ScoreFilter, filter_options, runs_per_model
 
 __all__ = [
     "ScoreFilter",

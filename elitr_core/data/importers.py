@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from db import benchmark as bq
 from db import crud, keyed
+from db import responses as pq
 from db.models import NO_SEED, Meeting, Question, QuestionTranslation, Response, Run
 from elitr_core.data.benchmark import (
     ARCHIVE_PASSWORD,
@@ -285,7 +286,7 @@ def _describe(r: ResponseRecord, slug: str | None = None) -> str:
 
 def _import_scores(session: Session, found: list[tuple[BenchmarkFile, ResponseRecord]],
                    rows: list[dict[str, Any]], guard: Guard) -> None:
-    response_ids = crud.response_ids(
+    response_ids = pq.response_ids(
         session=session, pairs=list(dict.fromkeys((row["run_id"], row["question_id"])
                                                   for row in rows)))
     evaluators = {

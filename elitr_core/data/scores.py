@@ -12,7 +12,8 @@ import pandas as pd
 from sqlmodel import Session
 
 from db.models import NO_SEED
-from db.queries import ScoreFilter, score_records, score_rows
+from db.queries import score_records, score_rows
+from db.runs import ScoreFilter
 from elitr_core.vocab import SCORE_COLUMNS
 
 
@@ -74,7 +75,7 @@ def span_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:
     """The interleaved runs' answers under ``flt``: the columns that identify a response in
     the ``scores`` table, the run's own ``base_model`` and the answer's memory ``span`` (empty
     where none was recorded), for ``stats.interleaving``."""
-    from db.runs import interleaved_spans
+    from db.responses import interleaved_spans
 
     columns = ["meeting", "question_id", "split", "setting", "mode", "seed", "model",
                "base_model"]

@@ -24,6 +24,8 @@ from sqlmodel import Session
 
 from db import benchmark as bq
 from db import bulk, crud
+from db import responses as pq
+from db import runs as rq
 from db.models import NO_SEED
 from elitr_core.data.overwrite import Guard, refuse_other_facets
 from elitr_core.data.records import ScoreRowChecker
@@ -147,7 +149,7 @@ class _Resolver:
         self.questions = bq.question_ids(session=session)
         self.facets = bq.question_facets(session=session)
         self.facets_seen: set[tuple[str, int, str | None, str | None]] = set()
-        self.runs = bulk.run_ids(session)
+        self.runs = rq.run_ids(session)
         self.run_responses: dict[int, dict[int, int]] = {}  # run -> question -> response
         self.responses: dict[ResponseKey, int] = {}
         self.evaluators: dict[str, int] = {}
@@ -197,7 +199,7 @@ class _Resolver:
         run = self.runs.get((model, setting, mode, split, seed))
         if run is not None and run not in self.run_responses:
             self.run_responses[run] = {
-                q: r for (_, q), r in bulk.response_ids_of_runs(self.session, [run]).items()}
+                q: r for (_, q), r in pq.response_ids_of_runs(self.session, [run]).items()}
         response = self.run_responses[run].get(question) if run is not None else None
         if response is None:
             raise DataFileError(

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 from sqlmodel import Session
 
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from elitr_core.errors import UserError
 
 #: The Parquet files of the dataset, in the card's order (``scores`` is the default config).

@@ -17,7 +17,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from db.pairwise import pairwise_rows
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from elitr_core.data.scores import scores_table
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats import pairwise, pairwise_rank

@@ -10,7 +10,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from db.benchmark import differentiating_keys
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from elitr_core.data.scores import scores_table, unscored_table
 from elitr_core.errors import UserError
 from elitr_core.export.judge_audit import (

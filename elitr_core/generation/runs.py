@@ -27,7 +27,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import benchmark as bq
-from db import crud, keyed
+from db import keyed
+from db import responses as pq
 from db import runs as rq
 from db.models import Response, utcnow
 from db.transaction import writing
@@ -118,11 +119,11 @@ def prepare_run(engine: Engine, spec: GenerationSpec, backend: Backend,
            "split": spec.split, "seed": checked["seed"], "variant": spec.run_variant,
            "language": spec.language}
     with writing(engine) as session:
-        crud.upsert_run(session=session, key=key,
-                        values={"backend": backend.name, "status": "pending",
+        rq.upsert_run(session=session, key=key,
+                      values={"backend": backend.name, "status": "pending",
                                 "config": {"kind": "generation", **identity},
                                 "created_at": utcnow()})
-        row = bq.run_by_key(session=session, key=key)
+        row = rq.run_by_key(session=session, key=key)
         config = dict(row.config)
         if row.backend == "import" or config.get("kind") != "generation":
             raise UserError(f"{_label(spec)} is an imported run: give this run a --variant name")
@@ -155,7 +156,7 @@ def stored_answers(engine: Engine, run_id: int) -> dict[int, str]:
     """Question id -> stored answer of a run, as its model generated it (the original an
     answer altered by the storage policy kept: ``model_text.as_generated``)."""
     with writing(engine) as session:
-        stored = bq.run_answers(session=session, run_id=run_id)
+        stored = pq.run_answers(session=session, run_id=run_id)
     return {qid: as_generated(text, meta) for qid, (text, meta) in stored.items()}
 
 
@@ -184,7 +185,7 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
                 report.total - report.skipped, report.skipped)
     lifecycle = ResumablePass(
         engine, report, sink, partial(_record_end, run_id=run_id),
-        Storing(Response, crud.upsert_responses, key=("question_id",), name="answer-writer",
+        Storing(Response, pq.upsert_responses, key=("question_id",), name="answer-writer",
                         note="meta"))
 
     def write(item: QuestionItem, completion: Completion, extra: dict[str, Any]) -> None:
@@ -258,7 +259,7 @@ def _interleaved(engine: Engine, run_id: int, spec: GenerationSpec, backend: Bac
     if spec.interleave is None:
         return []
     with writing(engine) as session:
-        run = bq.run_by_id(session=session, run_id=run_id)
+        run = rq.run_by_id(session=session, run_id=run_id)
         assert run is not None
         config = dict(run.config)
         plan = config.get("interleave_plan")
@@ -283,12 +284,12 @@ def _record_end(session: Session, status: str | None, error: BaseException | Non
                 run_id: int) -> str | None:
     """Record the end of a call: ``done`` when every expected question is answered, and how
     many stored answers the storage policy of model text altered (``altered_answers``)."""
-    run = bq.run_by_id(session=session, run_id=run_id)
+    run = rq.run_by_id(session=session, run_id=run_id)
     if run is None:
         raise UserError(f"run #{run_id} disappeared from the database during the run")
     config = dict(run.config)
     if status is None:
-        answered = bq.response_count(session=session, run_id=run_id)
+        answered = pq.response_count(session=session, run_id=run_id)
         status = "done" if answered >= int(config.get("questions", 0)) else "pending"
     if error is not None:
         config["failures"] = with_failure(config.get("failures"), error)

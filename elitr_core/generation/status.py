@@ -14,10 +14,9 @@ from typing import Any
 from sqlmodel import Session
 
 from db import runs as rq
-from db.benchmark import run_by_id
 from db.models import NO_SEED
 from db.pairwise import pairwise_rows
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter, run_by_id
 from elitr_core.data.model_text import IN_WORDS
 from elitr_core.generation.jobs import process_alive
 from elitr_core.passes.records import usage_totals

@@ -17,6 +17,7 @@ from sqlmodel import Session
 
 from db import benchmark as bq
 from db import crud, keyed
+from db import responses as pq
 from db.models import NO_SEED, Meeting, Response, Run
 from elitr_core.data import records
 from elitr_core.data.model_text import storable_row
@@ -143,8 +144,8 @@ def _store_scores(session: Session, run: HarnessRun, run_id: int,
                   questions: dict[tuple[str, int], int], guard: Guard,
                   report: ImportReport) -> None:
     """The scorers' scores as evaluators' scores of the run's responses."""
-    response_ids = crud.response_ids(session=session,
-                                     pairs=[(run_id, qid) for qid in questions.values()])
+    response_ids = pq.response_ids(session=session,
+                                   pairs=[(run_id, qid) for qid in questions.values()])
     rows, names = [], []
     for name, values in run.scores.items():
         slug = records.validate(records.EVALUATOR_SLUG, name, path=run.source,

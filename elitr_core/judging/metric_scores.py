@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from sqlmodel import Session
 
 from db import crud
-from db.queries import ScoreFilter, responses_without_score
+from db.responses import responses_without_score
+from db.runs import ScoreFilter
 from elitr_core.errors import UserError
 from elitr_core.judging.metrics import METRICS, metric_score
 

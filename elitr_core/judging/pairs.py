@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 import numpy as np
 from sqlmodel import Session
 
-from db.benchmark import responses_to_judge
 from db.models import NO_SEED
 from db.pairwise import stored_pairwise_state
+from db.responses import responses_to_judge
 from elitr_core.errors import UserError
 from elitr_core.judging.judge_pass import JudgePassSpec
 from elitr_core.passes.records import DEFAULT_SEED

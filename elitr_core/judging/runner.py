@@ -21,6 +21,7 @@ from sqlmodel import Session
 
 from db import benchmark as bq
 from db import crud, keyed
+from db import responses as pq
 from db.models import NO_SEED, Score, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
@@ -119,7 +120,7 @@ def collect_items(
     session: Session, spec: JudgeSpec, evaluator_id: int
 ) -> tuple[list[JudgeItem], int]:
     """Items still to judge (no score or unparsed), and how many match the filters in all."""
-    rows = bq.responses_to_judge(
+    rows = pq.responses_to_judge(
         session=session, models=spec.models,
         filters={name: getattr(spec, name) for name in ("split", "setting", "mode", "language")},
         except_type=SUMMARY_TYPE)  # the 1-10 rubric is for answers, not meeting summaries

@@ -35,7 +35,7 @@ from elitr_core.passes.writer import BatchWriter
 
 
 class WriteRows(Protocol):
-    """A named write of ``db/`` that stores a batch of rows (``crud.upsert_responses``)."""
+    """A named write of ``db/`` that stores a batch of rows (``db.responses.upsert_responses``)."""
 
     def __call__(self, *, session: Session, rows: Sequence[dict[str, Any]]) -> None: ...
 

@@ -4,7 +4,6 @@ the differentiating questions, the Home page's counts and the Meeting page's rea
 from __future__ import annotations
 
 from statistics import mean
-from typing import Any
 
 import pytest
 from sqlalchemy import update
@@ -19,21 +18,17 @@ from db.benchmark import (
 )
 from db.keyed import upsert
 from db.models import Evaluator, Meeting, Response, Run
-from db.queries import runs_per_model, scores_per_evaluator
+from db.queries import scores_per_evaluator
+from db.runs import runs_per_model
 from elitr_core.data.database import open_database, reading, writing
 from tests import small_db
-from tests.small_db import MEETINGS, gold, judge, silver, upsert_score
+from tests.small_db import MEETINGS, gold, judge, read, silver, upsert_score
 
 DEV, TEST2 = MEETINGS
 
 
-def _read(url: str, query: Any, *args: Any, **kw: Any) -> Any:
-    with reading(open_database(url)) as session:
-        return query(session, *args, **kw)
-
-
 def test_differentiating_keys(small_sqlite: str) -> None:
-    assert _read(small_sqlite, differentiating_keys) == ((DEV, 1), (TEST2, 1))
+    assert read(small_sqlite, differentiating_keys) == ((DEV, 1), (TEST2, 1))
 
 
 def test_counts_and_lists(small_sqlite: str) -> None:
@@ -67,7 +62,7 @@ def test_counts_and_lists(small_sqlite: str) -> None:
 
 
 def test_meeting_browser(small_sqlite: str) -> None:
-    rows = _read(small_sqlite, meeting_browser, TEST2)
+    rows = read(small_sqlite, meeting_browser, TEST2)
     assert len(rows) == 6 * 6  # 6 questions x 3 models x 2 setting-modes
     assert [r["question"] for r in rows] == sorted(r["question"] for r in rows)
     row = next(r for r in rows if r["question"] == 2 and r["model"] == "B"
@@ -77,13 +72,13 @@ def test_meeting_browser(small_sqlite: str) -> None:
     assert row["silver-human"] == pytest.approx(mean(silver(a, "B", TEST2, 2, "conv")
                                                      for a in small_db.ANNOTATORS))
     assert row["response"] == f"B conv answers 2 of {TEST2}" and row["conv_text"]
-    assert _read(small_sqlite, meeting_browser, "no-such-meeting") == []
+    assert read(small_sqlite, meeting_browser, "no-such-meeting") == []
 
 
 def test_meeting_transcript(small_sqlite: str) -> None:
     with writing(open_database(small_sqlite)) as session:
         session.execute(update(Meeting).where(Meeting.external_id == DEV)
                         .values(transcript="(PERSON1) Hello.\n(PERSON2) Hi."))
-    assert _read(small_sqlite, meeting_transcript, DEV) == "(PERSON1) Hello.\n(PERSON2) Hi."
-    assert _read(small_sqlite, meeting_transcript, TEST2) is None
-    assert _read(small_sqlite, meeting_transcript, "no-such-meeting") is None
+    assert read(small_sqlite, meeting_transcript, DEV) == "(PERSON1) Hello.\n(PERSON2) Hi."
+    assert read(small_sqlite, meeting_transcript, TEST2) is None
+    assert read(small_sqlite, meeting_transcript, "no-such-meeting") is None

@@ -3,17 +3,13 @@ changed values only, chunked statements, id look-ups."""
 
 from __future__ import annotations
 
-import pytest
 from sqlmodel import Session, select
 
-from db import benchmark as bq
 from db import crud, keyed
-from db.models import NO_SEED, Annotator, Evaluator, Meeting, Question, Response, Run, Score
+from db.models import Annotator, Evaluator, Response, Score
 from elitr_core.data.database import open_database, reading, writing
 from tests import small_db
 from tests.dbstate import counts, snapshot
-
-TEST2 = "meeting_en_test2_901"
 
 
 def _score_rows(session: Session, evaluator: int, value: float) -> list[dict[str, object]]:
@@ -97,36 +93,3 @@ def test_upsert_evaluator_returns_the_existing_id(small_sqlite: str) -> None:
     assert ("new-judge", "human") not in kinds
 
 
-def test_statements_are_chunked(small_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(crud, "_CHUNK", 5)
-    engine = open_database(small_sqlite)
-    with writing(engine) as session:
-        keyed.upsert(session=session, table=Meeting, keys=["external_id"], rows=[
-            {"external_id": f"meeting_en_dev_{n:03d}", "split": "dev"} for n in range(12)])
-        keyed.upsert(session=session, table=Meeting, keys=["external_id"], rows=[])
-        pairs = [(r.run_id, r.question_id) for r in session.exec(select(Response))]
-        found = crud.response_ids(session=session, pairs=pairs)
-        meetings = keyed.id_map(session=session, table=Meeting, keys=["external_id"],
-                                where={"split": "dev"})
-    assert len(pairs) == len(found) == 72 and set(found) == set(pairs)
-    assert len(meetings) == 12 + 1  # the new ones and the benchmark's dev meeting
-
-
-def test_look_ups(small_sqlite: str) -> None:
-    with reading(open_database(small_sqlite)) as session:
-        questions = bq.question_ids(session=session)
-        question = session.get(Question, questions[(TEST2, 4)])
-        key = {"model": "B", "setting": "conv", "mode": "mt", "split": "test2"}
-        run = crud.run_id(session=session, seed=NO_SEED, **key)
-        stored = session.get(Run, run)
-        missing = [crud.run_id(session=session, **(key | {"seed": 2024})),
-                   crud.run_id(session=session, seed=NO_SEED, **(key | {"mode": "st"})),
-                   crud.run_id(session=session, seed=NO_SEED, variant="v2", **key),
-                   crud.run_id(session=session, seed=NO_SEED, language="cs", **key)]
-        none = crud.response_ids(session=session, pairs=[(run, -1)])
-    assert len(questions) == 12
-    assert question is not None and question.number == 4 and question.qa_text.endswith(f"{TEST2}?")
-    assert stored is not None and (stored.model, stored.setting, stored.split) == ("B", "conv",
-                                                                                  "test2")
-    assert missing == [None, None, None, None]
-    assert none == {}

@@ -12,7 +12,7 @@ from db.crud import upsert_evaluator
 from db.engine import get_engine
 from db.models import PairwiseJudgment, Response, Run
 from db.pairwise import pairwise_detail, pairwise_rows, stored_pairwise_state, upsert_pairwise
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from elitr_core.data.database import open_database, reading, writing
 from tests import small_db
 

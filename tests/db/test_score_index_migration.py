@@ -16,7 +16,9 @@ from sqlmodel import Session, SQLModel
 
 import db.models  # noqa: F401  (registers the tables)
 from db import benchmark as bq
-from db import queries, studies
+from db import responses as pq
+from db import runs as rq
+from db import studies
 from db.engine import get_engine
 from db.migrate import upgrade
 from tests import small_db
@@ -71,8 +73,8 @@ def plan(url: str, sql: str, params: Any, *, drop: str | None = None) -> str:
 #: the study admin's scores of some responses.
 QUERIES: dict[str, Callable[[Session], Any]] = {
     "meeting page": lambda s: bq.meeting_browser(s, "meeting_en_dev_901"),
-    "responses without score": lambda s: queries.responses_without_score(
-        s, 1, queries.ScoreFilter()),
+    "responses without score": lambda s: pq.responses_without_score(
+        s, 1, rq.ScoreFilter()),
     "judge values": lambda s: studies.judge_values(session=s, slug="gpt-4",
                                                    response_ids=[1, 2, 3]),
     "study scores of responses": lambda s: studies.study_score_rows(

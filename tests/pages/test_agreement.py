@@ -85,7 +85,7 @@ def test_paper_comparison(app: AppTest) -> None:
 
 
 def test_pearson_against_scipy(app: AppTest, bundled_sqlite: str) -> None:
-    from db.queries import ScoreFilter
+    from db.runs import ScoreFilter
     from db.transaction import reading
     from elitr_core.data.database import open_database
     from elitr_core.data.scores import scores_table

@@ -46,7 +46,7 @@ def test_ten_gold_human_bins(app: AppTest, bundled_sqlite: str) -> None:
     assert list(gpt4["bin"]) == list(range(1, 11))
     assert gpt4["n"].sum() == 390
     # one bin by hand: the t interval of gpt-4's scores where gold-human gave 9
-    from db.queries import ScoreFilter
+    from db.runs import ScoreFilter
     from db.transaction import reading
     from elitr_core.data.database import open_database
     from elitr_core.data.scores import scores_table

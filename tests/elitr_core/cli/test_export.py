@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from elitr_core.cli.main import main
 from elitr_core.data.database import open_database, reading
 from elitr_core.export.formats import render

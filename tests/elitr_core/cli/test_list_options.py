@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from db.queries import runs_per_model
+from db.runs import runs_per_model
 from db.transaction import reading
 from elitr_core.cli.main import build_parser, main
 from elitr_core.cli.options import SEVERAL, WHOLE, ListOption

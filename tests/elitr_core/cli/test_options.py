@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from elitr_core.cli.options import db_option, filter_options, run_filter_options, score_filter
 
 

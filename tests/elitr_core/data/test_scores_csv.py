@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from db.engine import get_engine
 from db.models import Annotator, Evaluator
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from elitr_core.data.database import open_database, reading, writing
 from elitr_core.data.overwrite import Guard
 from elitr_core.data.report import ImportReport

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from db.engine import get_engine
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from db.transaction import reading
 from elitr_core.cli.main import main
 from elitr_core.data.scores import span_table

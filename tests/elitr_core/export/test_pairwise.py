@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from db.engine import get_engine
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from db.transaction import reading
 from elitr_core.cli.main import main
 from elitr_core.export.pairwise import pairwise_frame, win_matrix

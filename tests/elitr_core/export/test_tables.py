@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from db.models import Evaluator, Response
-from db.queries import ScoreFilter
+from db.runs import ScoreFilter
 from elitr_core.data.database import open_database, reading, writing
 from elitr_core.data.scores import scores_table
 from elitr_core.errors import DegenerateDataError, UserError

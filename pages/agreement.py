@@ -1,6 +1,5 @@
 """Agreement: can an LLM judge stand in for human scores? Correlations with CIs, ICC, pairs."""
 
-from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -11,16 +10,15 @@ from elitr_core.export import figures, views
 from elitr_core.stats import agreement, icc
 from elitr_core.stats.frame import by_named_annotator
 from ui import warm
+from ui.analysis.agreement import ABSOLUTE, CORRELATION, ICC, PAIR, RANKING, default_pair
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import (
-    cached_figure,
     clear_caches,
     computed,
     export_table,
     scores_frame,
     store_metrics,
 )
-from ui.defaults import DEFAULT_HUMAN, DEFAULT_JUDGE, Defaults, View, declare_views
 from ui.downloads import download_table
 from ui.figures import show_figure
 from ui.filters import LEFT_OUT_KEY, cli_arguments, describe, narrowing, sidebar_filters
@@ -38,21 +36,6 @@ CORR_KEYS = ("evaluator_a", "evaluator_b", "method", "r", "ci_low", "ci_high", "
              "note")
 
 
-CORRELATION, ABSOLUTE, ICC, PAIR, RANKING = (
-    "Correlation between evaluators", "MAE and kappa", "Intraclass correlation",
-    "Two evaluators", "Ranking agreement")
-
-
-def _default(options: list[str], preferred: str, fallback: int = 0) -> str:
-    return options[options.index(preferred) if preferred in options
-                   else min(fallback, len(options) - 1)]
-
-
-def default_pair(evaluators: list[str]) -> tuple[str, str]:
-    """The two evaluators compared first: the default judge and human when they have scores."""
-    return _default(evaluators, DEFAULT_JUDGE), _default(evaluators, DEFAULT_HUMAN, 1)
-
-
 def icc_raters(scores: Any, evaluators: list[str]) -> str:
     """Who the raters of the ICC table are: the evaluators, then each human pool's annotators
     when it has individual scores; the ``raters`` column says which a row is."""
@@ -65,28 +48,6 @@ def icc_raters(scores: Any, evaluators: list[str]) -> str:
                         for pool, names in pools.items())
     return text + (". A rater who scored too few targets is left out and its note says so, "
                    "with the targets left out.")
-
-
-@declare_views
-def default_views(d: Defaults) -> Iterator[View]:
-    """Every tab's tables and figures under the default choices (none with one evaluator)."""
-    if len(d.evaluators) < 2:
-        return
-    yield CORRELATION, lambda: cached_figure(
-        figures.correlation_heatmap,
-        computed(agreement.evaluator_correlation, d.flt, methods=("pearson",)), "pearson")
-    yield ABSOLUTE, lambda: computed(agreement.agreement_table, d.flt)
-    yield ICC, lambda: export_table("icc", d.flt)
-    a, b = default_pair(d.evaluators)
-
-    def pair() -> None:
-        cached_figure(figures.pair_scatter, computed(views.pair_scores, d.flt, a=a, b=b), a, b)
-        computed(agreement.agreement_metrics, d.flt, a=a, b=b)
-        cached_figure(figures.bias_plot, computed(agreement.judge_bias, d.flt, judge=a, human=b))
-
-    yield PAIR, pair
-    yield RANKING, lambda: computed(agreement.ranking_table, d.flt,
-                                    evaluators=tuple(d.evaluators))
 
 
 require_role(RESEARCHER)  # checked on the server by every page, not only app.py

@@ -1,6 +1,5 @@
 """Battles: pairwise judgments (CREAM, L-Eval): win matrix, ratings, win rate, key facts."""
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import streamlit as st
@@ -8,9 +7,9 @@ import streamlit as st
 from elitr_core.data.database import reading
 from elitr_core.export import pairwise, pairwise_figures
 from elitr_core.stats.pairwise import defined_criteria
+from ui.analysis.battles import RATINGS, TITLE, battle_models, choices, table
 from ui.auth_ui import RESEARCHER, require_role
-from ui.data import cached_figure, database_url, engine, score_cache
-from ui.defaults import Defaults, View, declare_views
+from ui.data import cached_figure, database_url, engine
 from ui.downloads import download_figure, download_table
 from ui.filters import cli_arguments, describe, sidebar_filters
 from ui.messages import shown
@@ -27,61 +26,6 @@ REFERENCE_KEY = "battles.reference"
 #: behind its column picker)
 PAIR_KEYS = ("evaluator", "model_a", "model_b", "n", "n_unparsed", "wins", "ties", "losses",
              "mean_a", "mean_a_ci_low", "mean_b", "mean_b_ci_low")
-
-
-@score_cache(show_spinner="Computing...")
-def table(url, name, flt, criterion=None, baseline=None,  # type: ignore[no-untyped-def]
-          reference="gold-human"):
-    """``python -m elitr_core export NAME`` for these filters (``url`` keys the cache)."""
-    with reading(engine()) as session:
-        return pairwise.build_pairwise_table(name, session, flt, criterion=criterion,
-                                             baseline=baseline, reference=reference)
-
-
-@score_cache(show_spinner=False)
-def choices(url, flt, judge):  # type: ignore[no-untyped-def]
-    with reading(engine()) as session:
-        return pairwise.judgment_choices(session, flt, judge)
-
-
-TITLE = "Battles"
-RATINGS = (("elo", "rating", "Elo (maximum likelihood)"),
-           ("bradley-terry", "strength", "Bradley-Terry"))
-
-
-def battle_models(mine):  # type: ignore[no-untyped-def]
-    """The models a judge's battles compare (the baselines offered)."""
-    return sorted(set(mine["model_a"]) | set(mine["model_b"]))
-
-
-@declare_views
-def default_views(d: Defaults) -> Iterator[View]:
-    """The first judge's and criterion's tables and figures (when pairwise judgments exist)."""
-    flt, url = replace(d.flt, evaluators=None), database_url()
-    judgments = table(url, "pairwise-judgments", flt)
-    if judgments.empty:
-        return
-    judge = sorted(judgments["evaluator"].unique())[0]
-    mine = judgments[judgments["evaluator"] == judge]
-    criterion = defined_criteria(mine)[0]
-
-    def views() -> None:
-        pairs = table(url, "pairwise", flt, criterion)
-        cached_figure(pairwise_figures.win_matrix_heatmap,
-                      pairwise.win_matrix(pairs, judge, criterion),
-                      f"Win share, {criterion} ({judge})")
-        for name, value, label in RATINGS:
-            ratings = table(url, name, flt, criterion)
-            cached_figure(pairwise_figures.rating_plot, ratings[ratings["evaluator"] == judge],
-                          value, f"{label}, {criterion} ({judge})")
-        baseline = battle_models(mine)[0]
-        rates = table(url, "winrate", flt, criterion, baseline)
-        cached_figure(pairwise_figures.win_rate_bars, rates[rates["evaluator"] == judge],
-                      f"Win rate against {baseline} ({judge}, {criterion})")
-        table(url, "pairwise-agreement", flt, criterion, None, "gold-human")
-        choices(url, flt, judge)
-
-    yield TITLE, views
 
 
 def key_facts(judgment_id):  # type: ignore[no-untyped-def]

@@ -1,14 +1,13 @@
 """Calibration: for each score 1..10 of a reference evaluator, every other evaluator's mean."""
 
-from collections.abc import Iterator
-
 import streamlit as st
 
 from elitr_core.export import figures, views
 from elitr_core.export.figures import MIN_BIN_FOR_INTERVAL
+from ui.analysis.calibration import TITLE
 from ui.auth_ui import RESEARCHER, require_role
-from ui.data import cached_figure, export_table, scores_frame
-from ui.defaults import DEFAULT_HUMAN, Defaults, View, declare_views
+from ui.data import export_table, scores_frame
+from ui.defaults import DEFAULT_HUMAN
 from ui.downloads import download_table
 from ui.figures import show_figure
 from ui.filters import cli_arguments, describe, narrowing, sidebar_filters
@@ -18,15 +17,6 @@ from ui.tables import show_table
 from ui.text import code_span, plain
 
 REFERENCE_KEY = "calibration.reference"
-TITLE = "Calibration"
-
-
-@declare_views
-def default_views(d: Defaults) -> Iterator[View]:
-    """The figure and table against the default human reference (when it has scores)."""
-    if d.human in d.evaluators:
-        yield TITLE, lambda: cached_figure(
-            figures.calibration_plot, export_table("calibration", d.flt, reference=d.human))
 
 
 require_role(RESEARCHER)  # checked on the server by every page, not only app.py

@@ -1,6 +1,5 @@
 """Model drilldown: where one model fails, question by question."""
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import pandas as pd
@@ -8,16 +7,10 @@ import streamlit as st
 
 from elitr_core.export import figures, views
 from elitr_core.vocab import ANSWER_POSITION_NAMES, ANSWER_POSITIONS, ANSWER_POSITIONS_NOTE
+from ui.analysis.drilldown import BREAKDOWN, DISAGREEMENTS, LOST_IN_MIDDLE, QUESTIONS
 from ui.auth_ui import RESEARCHER, require_role
-from ui.data import cached_figure, export_table, question_table_frame, scores_frame
-from ui.defaults import (
-    DEFAULT_HUMAN,
-    DEFAULT_JUDGE,
-    DEFAULT_MODEL,
-    Defaults,
-    View,
-    declare_views,
-)
+from ui.data import export_table, question_table_frame, scores_frame
+from ui.defaults import DEFAULT_HUMAN, DEFAULT_JUDGE, DEFAULT_MODEL
 from ui.detail import response_detail
 from ui.downloads import download_table
 from ui.figures import show_figure
@@ -36,18 +29,6 @@ TEXT_KEY = "drilldown.text"
 JUDGE_KEY = "drilldown.judge"
 HUMAN_KEY = "drilldown.human"
 SECTION_KEY = "drilldown.section"
-BREAKDOWN, LOST_IN_MIDDLE, QUESTIONS, DISAGREEMENTS = (
-    "Breakdown", "Lost in the middle", "Questions", "Largest disagreements")
-
-
-@declare_views
-def default_views(d: Defaults) -> Iterator[View]:
-    """The default model's tabs: its breakdown figure, lost-in-the-middle test, questions."""
-    yield BREAKDOWN, lambda: cached_figure(
-        figures.breakdown_bars, export_table("breakdown", d.model_flt), "question_type")
-    yield LOST_IN_MIDDLE, lambda: export_table("lost-in-middle", d.model_flt)
-    yield QUESTIONS, lambda: (question_table_frame(d.model_flt), scores_frame(d.model_flt))
-    yield DISAGREEMENTS, lambda: None  # the questions' table, already computed
 
 
 require_role(RESEARCHER)  # checked on the server by every page, not only app.py

@@ -1,25 +1,25 @@
 """Judge audit: a few human scores turned into a trustworthy ranking, and what moves the judge."""
 
-from collections.abc import Iterator
-
 import streamlit as st
 
 from elitr_core.export import audit_figures, views
-from elitr_core.export.judge_audit import NEEDS_SPANS, AuditOptions, ppi_rankings
+from elitr_core.export.judge_audit import AuditOptions, ppi_rankings
 from elitr_core.stats.intervals import small_sample_warning
 from elitr_core.stats.recalibration import recalibrated_scores
 from elitr_core.vocab import ANSWER_POSITIONS_NOTE
-from ui.auth_ui import RESEARCHER, require_role
-from ui.data import cached_figure, computed, export_table, scores_frame
-from ui.defaults import (
-    DEFAULT_BUDGET,
-    DEFAULT_HALF_WIDTH,
-    DEFAULT_HUMAN,
-    DEFAULT_JUDGE,
-    Defaults,
-    View,
-    declare_views,
+from ui.analysis.judge_audit import (
+    BUDGET,
+    CONSISTENCY,
+    DESIGNS,
+    EFFECTS,
+    LENGTH,
+    PPI,
+    RECALIBRATION,
+    SECTIONS,
 )
+from ui.auth_ui import RESEARCHER, require_role
+from ui.data import computed, export_table, scores_frame
+from ui.defaults import DEFAULT_BUDGET, DEFAULT_HALF_WIDTH, DEFAULT_HUMAN, DEFAULT_JUDGE
 from ui.downloads import download_table
 from ui.figures import show_figure
 from ui.filters import describe, export_command, sidebar_filters
@@ -33,45 +33,6 @@ HUMAN_KEY = "audit.human"
 HALF_WIDTH_KEY = "audit.half_width"
 BUDGET_KEY = "audit.budget"
 SECTION_KEY = "audit.section"
-
-# the sections, one tab each (the labels are short enough to fit one line)
-PPI, BUDGET, DESIGNS, RECALIBRATION, EFFECTS, LENGTH, CONSISTENCY, CONVERSATION = (
-    "PPI leaderboard", "Budget planner", "Sampling designs", "Recalibration", "Judge effects",
-    "Length control", "Self-consistency", "Conversation")
-#: per tab, its export tables and their figure builders (None: a table only)
-SECTIONS = {PPI: (("ppi", audit_figures.ppi_estimates),),
-            BUDGET: (("ppi-budget", None),),
-            DESIGNS: (("ppi-designs", audit_figures.design_widths),),
-            RECALIBRATION: (("recalibration", None),),
-            EFFECTS: (("judge-effects", audit_figures.effects_forest),),
-            LENGTH: (("length-controlled", audit_figures.length_controlled_plot),
-                     ("length-controlled-tau", None)),
-            CONSISTENCY: (("self-consistency", None),),
-            CONVERSATION: (("turn-effect", audit_figures.turn_plot), ("st-vs-mt", None),
-                           ("interleaving", None), ("interleaving-span", None))}
-
-
-@declare_views
-def default_views(d: Defaults) -> Iterator[View]:
-    """Every tab's tables and figures for the default judge and human (when both scored)."""
-    if not d.pair:
-        return
-    options = AuditOptions(judge=d.judge, human=d.human, half_width=DEFAULT_HALF_WIDTH,
-                           budget=DEFAULT_BUDGET)
-
-    def views_of(tab: str) -> None:
-        for table, build in SECTIONS[tab]:
-            if table in NEEDS_SPANS and not views.has_interleaved(scores_frame(d.flt)):
-                continue  # no interleaved run: the section says so, nothing to warm
-            frame = export_table(table, d.flt, audit=options)
-            if build is not None:
-                cached_figure(build, frame)
-        if tab == RECALIBRATION:
-            cached_figure(audit_figures.recalibration_plot,
-                          computed(recalibrated_scores, d.flt, judge=d.judge, human=d.human))
-
-    for tab in SECTIONS:
-        yield tab, lambda tab=tab: views_of(tab)
 
 
 require_role(RESEARCHER)  # checked on the server by every page, not only app.py

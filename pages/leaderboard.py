@@ -1,6 +1,5 @@
 """Leaderboard: the paper's main table (settings side by side, dev / test2 / mean) per evaluator."""
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import pandas as pd
@@ -8,11 +7,19 @@ import streamlit as st
 
 from elitr_core.export import figures, views
 from elitr_core.export.groups import parse_groups
-from elitr_core.stats.leaderboard import board_wide
 from elitr_core.vocab import ANSWER_POSITIONS_NOTE, LEADERBOARD_MEAN_NOTE
+from ui.analysis.leaderboard import (
+    DIFFERENTIATING,
+    FAMILIES,
+    FIGURE,
+    LONG,
+    TWO_MODELS,
+    default_evaluator,
+    figure_splits,
+    main_table,
+)
 from ui.auth_ui import RESEARCHER, require_role
-from ui.data import cached_figure, export_table, score_cache
-from ui.defaults import DEFAULT_JUDGE, Defaults, View, declare_views
+from ui.data import export_table
 from ui.downloads import download_table
 from ui.figures import show_figure
 from ui.filters import cli_arguments, describe, export_command, sidebar_filters
@@ -27,12 +34,6 @@ GROUPS_KEY = "leaderboard.groups"
 RANK_KEY = "leaderboard.rank_by"
 SECTION_KEY = "leaderboard.section"
 
-@score_cache(show_spinner=False)
-def main_table(flt: object, evaluator: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Means and seed standard deviations, models x setting/split (cached per filters)."""
-    board = export_table("leaderboard", flt)
-    return board_wide(board, evaluator, "mean"), board_wide(board, evaluator, "std")
-
 
 def main_keys(table: pd.DataFrame) -> list[str]:
     """The main table's columns a 1366 px screen shows: rank, the three means and each
@@ -40,33 +41,11 @@ def main_keys(table: pd.DataFrame) -> list[str]:
     return ["rank", *[c for c in views.means_first(table) if not str(c).endswith(" dev")]]
 
 
-def default_evaluator(evaluators: list[str]) -> str:
-    """The evaluator shown first: the default judge when it has scores."""
-    return DEFAULT_JUDGE if DEFAULT_JUDGE in evaluators else evaluators[0]
-
-
 #: the Two models table's columns shown first, so that it fits a 1366 px screen
 DIFFERENCE_KEYS = ("setting", "mode", "evaluator", "n", "n_meetings", "mean_a", "mean_b",
                    "difference", "ci_low", "p")
 #: the Differentiating tab's columns, in the paper's order
 SETTING_MODE_ORDER = ("QA-st", "QA-mt", "Conv-mt")
-FIGURE, LONG, FAMILIES, DIFFERENTIATING, TWO_MODELS = (
-    "Figure", "Long table", "Model families", "Differentiating questions", "Two models")
-
-
-@declare_views
-def default_views(d: Defaults) -> Iterator[View]:
-    """The main table with the figure tab, then the other tabs, under the default choices."""
-    board = export_table("leaderboard", d.flt)
-    evaluator = default_evaluator(views.evaluators_in(board))
-    splits = [s for s in views.SPLIT_ORDER if s in set(board["split"])]
-    yield FIGURE, lambda: (main_table(d.flt, evaluator),
-                           cached_figure(figures.leaderboard_bars, board, evaluator, splits[-1]))
-    yield LONG, lambda: board
-    yield FAMILIES, lambda: export_table(
-        "breakdown", d.flt, groups=parse_groups(list(views.DEFAULT_FAMILIES)))
-    yield DIFFERENTIATING, lambda: export_table("differentiating", d.flt)
-    yield TWO_MODELS, lambda: None  # needs two models picked in the sidebar
 
 
 require_role(RESEARCHER)  # checked on the server by every page, not only app.py
@@ -112,7 +91,7 @@ download_table(exported, f"leaderboard-main-{evaluator}", table="main-table",
 tab_label, tab = open_tab([FIGURE, LONG, FAMILIES, DIFFERENTIATING, TWO_MODELS], key=SECTION_KEY)
 with tab:
     if tab_label == FIGURE:
-        splits = [s for s in views.SPLIT_ORDER if s in set(board["split"])]
+        splits = figure_splits(board)
         split = st.radio("Split of the figure", splits, horizontal=True, format_func=plain,
                          **kept(SPLIT_KEY, splits[-1], splits))
         show_figure(figures.leaderboard_bars, board, evaluator, split,

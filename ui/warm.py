@@ -4,9 +4,10 @@ A user's first visit of Leaderboard, Agreement, Calibration, Model drilldown or 
 then finds the statistics and figures of its first tab in the caches instead of computing them
 (1-2 s each on a small machine, more under load); the other tabs' tables follow. ``server.py``
 calls :func:`start` once Streamlit's runtime is up (the caches are the runtime's). The views are
-the ones each page declares (``ui.defaults.declare_views``), computed with the page's own
-functions and default choices, so that the cache keys match; a page that opens meanwhile waits
-for the value being computed instead of computing it twice.
+each page's ``default_views`` (:mod:`ui.analysis`, listed in :func:`page_views`), computed
+with the very functions and default choices the page imports from there, so that the cache
+keys match; a page that opens meanwhile waits for the value being computed instead of
+computing it twice.
 
 It runs again each time the read caches expire (every ``CACHE_TTL_S``, about 5 s of work every
 5 minutes), so the default views stay computed for a visit after an idle spell.
@@ -23,10 +24,9 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 from elitr_core import settings
-from ui.defaults import Defaults, View, page_views
+from ui.defaults import Defaults, View, Views
 from ui.warm_progress import PROGRESS as PROGRESS  # re-exported
 from ui.warm_progress import page_title as page_title  # re-exported
 from ui.warm_progress import warming_line as warming_line  # re-exported
@@ -34,7 +34,6 @@ from ui.warm_progress import warming_line as warming_line  # re-exported
 _LOG = logging.getLogger(__name__)
 _STARTED = threading.Event()
 THREAD_NAME = "elitr-warm-pages"
-ROOT = Path(__file__).resolve().parents[1]
 WARM_ENV = settings.WARM
 
 
@@ -154,14 +153,24 @@ def defaults() -> Defaults:
     return Defaults(flt=flt, evaluators=views.evaluators_in(scores_frame(flt)))
 
 
+def page_views() -> dict[str, Views]:
+    """Each analysis page's default views, by the page's file (as ``ui.navigation`` lists it).
+    Imported here, in the warm-up's thread, so that the server starts without the statistics
+    and figure stack."""
+    from ui.analysis import agreement, battles, calibration, drilldown, judge_audit, leaderboard
+
+    return {"pages/leaderboard.py": leaderboard.default_views,
+            "pages/agreement.py": agreement.default_views,
+            "pages/calibration.py": calibration.default_views,
+            "pages/drilldown.py": drilldown.default_views,
+            "pages/judge_audit.py": judge_audit.default_views,
+            "pages/battles.py": battles.default_views}
+
+
 def declared_views(d: Defaults) -> list[tuple[str, Iterator[View]]]:
-    """(page file, its declared views under ``d``) for every researcher page that declares
-    views, in menu order."""
+    """(page file, its default views under ``d``) for every researcher page that has them, in
+    menu order."""
     from ui.navigation import researcher_page_files
 
-    out: list[tuple[str, Iterator[View]]] = []
-    for file in researcher_page_files():
-        views = page_views(ROOT / file)
-        if views is not None:
-            out.append((file, iter(views(d))))
-    return out
+    views = page_views()
+    return [(file, iter(views[file](d))) for file in researcher_page_files() if file in views]

@@ -21,7 +21,7 @@ from ui.text import Markdown, code_span, md, message, plain
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")),
-           *sorted((ROOT / "ui").glob("*.py"))]
+           *sorted((ROOT / "ui").rglob("*.py"))]
 HELPER = ROOT / "ui" / "text.py"
 SAFE_CALLS = {"plain", "md", "code_span", "message"}
 # numbers are never Markdown: counts and sizes may be formatted directly
@@ -47,6 +47,8 @@ def _safe_names(tree: ast.Module, markdown_functions: set[str]) -> set[str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and node in tree.body:
                 targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node in tree.body and node.value:
+                targets, value = [node.target], node.value
             elif isinstance(node, ast.For | ast.comprehension):
                 targets, value = [node.target], node.iter
             else:
@@ -55,6 +57,27 @@ def _safe_names(tree: ast.Module, markdown_functions: set[str]) -> set[str]:
                 for target in targets:
                     names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
     return names
+
+
+def _module(path: Path) -> str:
+    """``ui/analysis/leaderboard.py`` -> ``ui.analysis.leaderboard`` (a file elsewhere: its
+    stem)."""
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts) \
+        if path.is_relative_to(ROOT) else path.stem
+
+
+def _imported_safe_names(trees: dict[Path, ast.Module],
+                         names: dict[Path, set[str]]) -> dict[Path, set[str]]:
+    """Each module's safe names plus those it imports from a scanned module where they are
+    safe (a page's tab labels, defined in ``ui.analysis``)."""
+    by_module = {_module(path): path for path in trees}
+    out = {path: set(found) for path, found in names.items()}
+    for path, tree in trees.items():
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module in by_module:
+                source = names[by_module[node.module]]
+                out[path] |= {a.asname or a.name for a in node.names if a.name in source}
+    return out
 
 
 def _call_name(node: ast.Call) -> str:
@@ -171,7 +194,8 @@ def unsafe_calls(paths: list[Path]) -> list[str]:
     (``open_tab(labels)`` is checked where it is called)."""
     trees = {path: ast.parse(path.read_text(), filename=str(path)) for path in paths}
     markdown_functions = _markdown_functions(list(trees.values()))
-    names = {path: _safe_names(tree, markdown_functions) for path, tree in trees.items()}
+    names = _imported_safe_names(trees, {path: _safe_names(tree, markdown_functions)
+                                         for path, tree in trees.items()})
     calls = {path: _calls_with_function(tree) for path, tree in trees.items()}
     found: list[str] = []
     sinks: list[tuple[str, int, str]] = []  # (function, position, parameter) fed to Markdown
@@ -239,6 +263,17 @@ def test_the_scan_tells_escaped_from_unescaped_text(source: str, unsafe: bool,
     page = tmp_path / "page.py"
     page.write_text(source + "\n")
     assert bool(unsafe_calls([page])) is unsafe, source
+
+
+def test_the_scan_follows_constants_imported_from_a_scanned_module(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.py"
+    labels.write_text('TITLE = "Battles"\nTABS: dict[str, int] = {"PPI": 1}\nname = input()\n')
+    page = tmp_path / "page.py"
+    page.write_text("from labels import TITLE, TABS, name\nst.title(TITLE)\n"
+                    "st.tabs(list(TABS))\nst.caption(name)\n")
+    assert [line.split(": ", 1)[1] for line in unsafe_calls([labels, page])] == [
+        "caption(arg 0): name"]
+    assert len(unsafe_calls([page])) == 3  # without the module, nothing is known of them
 
 
 @pytest.mark.parametrize(("raw", "escaped"), [

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +27,6 @@ from elitr_core.stats import agreement, recalibration
 from tests.pages.analysis_support import analysis_app, open_tab
 from tests.pages.test_battles import judge_all
 from ui import warm
-from ui.defaults import page_views
 from ui.navigation import RESEARCHER_PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,15 +53,19 @@ def _refusing(func: Callable[..., Any]) -> Callable[..., Any]:
     return refuse
 
 
-def test_every_analysis_page_declares_its_default_views() -> None:
-    undeclared = [file for file in ANALYSIS_PAGES if page_views(ROOT / file) is None]
-    assert not undeclared, f"pages without @declare_views: {undeclared}"
+def test_every_analysis_page_has_default_views() -> None:
+    assert list(warm.page_views()) == ANALYSIS_PAGES  # menu order, every page, no other
+    for file in ANALYSIS_PAGES:  # the page draws with the functions the warm-up computes
+        module = warm.page_views()[file].__module__
+        assert f"from {module} import" in (ROOT / file).read_text(), (file, module)
 
 
-def test_a_page_without_a_declaration_is_not_run(tmp_path: Path) -> None:
-    page = tmp_path / "page.py"
-    page.write_text("raise SystemExit('a page read for its declaration ran')\n")
-    assert page_views(page) is None
+def test_the_server_starts_the_warm_up_without_the_statistics() -> None:
+    """server.py imports ui.warm at start; the pages' views are imported in its thread."""
+    code = "import sys, ui.warm; print(any(m.startswith('ui.analysis') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_every_declared_tab_of_every_page_comes_from_the_warm_caches(

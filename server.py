@@ -38,7 +38,11 @@ def _no_uvicorn_proxy_headers() -> None:
     wrapper becomes a pass-through (tests/browser/test_proxy_browser.py checks the result)."""
     import uvicorn.config
 
-    uvicorn.config.ProxyHeadersMiddleware = lambda app, trusted_hosts=None: app  # type: ignore[assignment,misc]
+    def passthrough(app: object, trusted_hosts: object = None) -> object:
+        return app
+
+    # a function where uvicorn expects its class: it only calls it
+    uvicorn.config.ProxyHeadersMiddleware = passthrough  # type: ignore[assignment,misc]
 
 
 _PAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")

@@ -124,21 +124,22 @@ if {"completeness", "conciseness"} & set(defined_criteria(mine)):
     with shown():
         options = choices(url, flt, judge)
         labels = dict(zip(options["id"], options["label"], strict=True))
-        chosen = st.selectbox("Judgment", list(labels), format_func=labels.get,
+        chosen = st.selectbox("Judgment", list(labels), format_func=lambda i: labels[i],
                               **kept(JUDGMENT_KEY, next(iter(labels)), list(labels)))
-        with shown():
-            view = key_facts(int(chosen))
-            row = options[options["id"] == chosen].iloc[0]
-            st.caption(f"Completeness {plain(row.model_a)} {view['completeness_a']:.2f} · "
-                       f"{plain(row.model_b)} {view['completeness_b']:.2f}; conciseness "
-                       f"{view['conciseness_a']:.2f} · {view['conciseness_b']:.2f}")
-            facts = view["facts"].rename(columns={"a": f"{row.model_a} (sentences)",
-                                                  "b": f"{row.model_b} (sentences)"})
-            show_table(facts, key="battles.facts-table")
-            download_table(facts, f"key-facts-{chosen}", key="download.key_facts")
-            for column, model, sentences in zip(st.columns(2), (row.model_a, row.model_b),
-                                                (view["sentences_a"], view["sentences_b"]),
-                                                strict=True):
-                column.markdown(md("**{}**", model))
-                column.text("\n".join(f"{i}. {s}" for i, s in enumerate(sentences, 1))
-                            or "(empty answer)")
+        if chosen is not None:  # None only without judgments to pick
+            with shown():
+                view = key_facts(int(chosen))
+                row = options[options["id"] == chosen].iloc[0]
+                st.caption(f"Completeness {plain(row.model_a)} {view['completeness_a']:.2f} · "
+                           f"{plain(row.model_b)} {view['completeness_b']:.2f}; conciseness "
+                           f"{view['conciseness_a']:.2f} · {view['conciseness_b']:.2f}")
+                facts = view["facts"].rename(columns={"a": f"{row.model_a} (sentences)",
+                                                      "b": f"{row.model_b} (sentences)"})
+                show_table(facts, key="battles.facts-table")
+                download_table(facts, f"key-facts-{chosen}", key="download.key_facts")
+                for column, model, sentences in zip(st.columns(2), (row.model_a, row.model_b),
+                                                    (view["sentences_a"], view["sentences_b"]),
+                                                    strict=True):
+                    column.markdown(md("**{}**", model))
+                    column.text("\n".join(f"{i}. {s}" for i, s in enumerate(sentences, 1))
+                                or "(empty answer)")

@@ -10,7 +10,7 @@ import streamlit as st
 from elitr_core.backends import registry
 from elitr_core.backends.base import BackendOption
 from elitr_core.backends.registry import backend_class
-from elitr_core.data.database import reading
+from elitr_core.data.database import Engine, reading
 from elitr_core.errors import UserError
 from elitr_core.generation import jobs, preflight
 from elitr_core.generation import status as run_status
@@ -105,7 +105,7 @@ def command_line(argv: list[str]) -> str:
     return "python -m elitr_core " + shlex.join(argv)
 
 
-def show_status(engine: object) -> bool:
+def show_status(engine: Engine) -> bool:
     """The runs, judges, unparsable judgments and the last job; whether something is going."""
     with reading(engine) as session:
         runs = pd.DataFrame(run_status.generation_runs(session, include_imported=True))

@@ -365,7 +365,7 @@ with status_tab:
         st.button("Exclude (scores kept, task re-opened)", disabled=target is None,
                   on_click=_exclude, args=(study, target, reason))
         if int((report["answered"] > 0).sum()) >= 2:
-            reliability_section(status.summary["evaluator"], study)
+            reliability_section(str(status.summary["evaluator"]), study)
         else:
             st.caption("Annotator reliability (Dawid-Skene) shows once two annotators have "
                        "answered.")

@@ -76,6 +76,31 @@ def streamlit_server(bundled_sqlite: str, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def shared_bundled(bundled_sqlite_template: Path,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A copy of the bundled database that no test writes to (SQLite URL), for
+    :func:`shared_server`."""
+    from db.engine import dispose_engines
+
+    target = tmp_path_factory.mktemp("shared-bundled") / "bundled.db"
+    shutil.copy(bundled_sqlite_template, target)
+    yield f"sqlite:///{target}"
+    dispose_engines()
+
+
+@pytest.fixture(scope="session")
+def shared_server(shared_bundled: str, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[str]:
+    """One app on the bundled data for the tests that only read it (analysis pages, Home, the
+    Leaderboard and drilldown tables, the grids' CSV): each test still gets its own fresh
+    Chromium; a server of its own would only add a start and first renders (10-20 s each on
+    two shared cores). A test that writes to its database uses :func:`streamlit_server`."""
+    log = tmp_path_factory.mktemp("shared-server") / "streamlit.log"
+    with running_server(shared_bundled, log) as url:
+        yield url
+
+
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[object]:
     """A headless Debian Chromium driven by Selenium through Debian's chromedriver."""

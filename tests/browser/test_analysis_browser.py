@@ -59,9 +59,9 @@ def _plot_text(browser: object) -> str:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page", list(PAGES))
-def test_analysis_page_in_chromium(page: str, streamlit_server: str, browser: object,
+def test_analysis_page_in_chromium(page: str, shared_server: str, browser: object,
                                    wait_for_text: Callable[..., None]) -> None:
-    open_page(browser, streamlit_server, page, wait_for_text)
+    open_page(browser, shared_server, page, wait_for_text)
     # plotly draws its SVG after the text is there
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not browser.find_elements(  # type: ignore[attr-defined]
@@ -91,16 +91,16 @@ def test_analysis_page_in_chromium(page: str, streamlit_server: str, browser: ob
 
 
 @pytest.mark.browser
-def test_calibration_csv_download_in_chromium(streamlit_server: str, browser: object,
+def test_calibration_csv_download_in_chromium(shared_server: str, browser: object,
                                               wait_for_text: Callable[..., None],
-                                              bundled_sqlite: str, tmp_path: Path) -> None:
+                                              shared_bundled: str, tmp_path: Path) -> None:
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     browser.execute_cdp_cmd(  # type: ignore[attr-defined]
         "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
     from selenium.webdriver.support.ui import WebDriverWait
 
-    open_page(browser, streamlit_server, "Calibration", wait_for_text)
+    open_page(browser, shared_server, "Calibration", wait_for_text)
     xpath = "//div[@data-testid='stDownloadButton']//button[contains(., 'CSV')]"
     buttons = WebDriverWait(browser, 60).until(
         lambda d: d.find_elements("xpath", xpath))  # type: ignore[attr-defined]
@@ -112,18 +112,18 @@ def test_calibration_csv_download_in_chromium(streamlit_server: str, browser: ob
         time.sleep(0.3)
     assert target.exists(), f"no download: {list(downloads.iterdir())}"
     cli = tmp_path / "cli.csv"
-    assert main(["export", "calibration", "--db", bundled_sqlite, "--out", str(cli)]) == 0
+    assert main(["export", "calibration", "--db", shared_bundled, "--out", str(cli)]) == 0
     assert target.read_bytes() == cli.read_bytes()
 
 
 @pytest.mark.browser
-def test_filters_are_above_the_fold_at_1366x768(streamlit_server: str, browser: object,
+def test_filters_are_above_the_fold_at_1366x768(shared_server: str, browser: object,
                                                 wait_for_text: Callable[..., None]) -> None:
     # The sidebar held the navigation (ten pages in three sections, ~540 px) above the
     # filters, so at 1366x768 the first filter started below the window; the navigation is
     # now the top bar and the sidebar holds the filters alone.
     browser.set_window_size(1366, 768)  # type: ignore[attr-defined]
-    open_page(browser, streamlit_server, "Leaderboard", wait_for_text)
+    open_page(browser, shared_server, "Leaderboard", wait_for_text)
     bottoms = browser.execute_script(  # type: ignore[attr-defined]
         "const side = document.querySelector('[data-testid=stSidebar]');"
         "const boxes = [...side.querySelectorAll('[data-testid=stSelectbox]')].slice(0, 3);"

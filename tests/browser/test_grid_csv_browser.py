@@ -47,8 +47,8 @@ def grid_csv(browser: object, index: int = 0) -> list[dict[str, str]]:
 
 
 def test_the_grids_csv_writes_missing_cells_empty_and_intervals_whole(
-        streamlit_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
-    open_page(browser, streamlit_server, "Leaderboard", wait_for_text)
+        shared_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
+    open_page(browser, shared_server, "Leaderboard", wait_for_text)
     wait_idle(browser)
     rows = grid_csv(browser)
     assert rows, "the grid's CSV has rows"
@@ -57,7 +57,7 @@ def test_the_grids_csv_writes_missing_cells_empty_and_intervals_whole(
     gpt35 = next(r for r in rows if "GPT-3.5" in r.values())
     assert gpt35["QA-mt test2"] == ""  # GPT-3.5 was run in single-turn only: an en dash shown
 
-    open_page(browser, streamlit_server, "Calibration", wait_for_text)
+    open_page(browser, shared_server, "Calibration", wait_for_text)
     wait_idle(browser)
     rows = grid_csv(browser)
     assert "ci" in rows[0] and "ci_low" not in rows[0]

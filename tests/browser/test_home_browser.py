@@ -8,9 +8,9 @@ from collections.abc import Callable
 from tests.browser.conftest import follow_nav_link, screenshot
 
 
-def test_home_page_in_chromium(streamlit_server: str, browser: object,
+def test_home_page_in_chromium(shared_server: str, browser: object,
                                wait_for_text: Callable[..., None]) -> None:
-    browser.get(streamlit_server)  # type: ignore[attr-defined]
+    browser.get(shared_server)  # type: ignore[attr-defined]
     wait_for_text(browser, "ELITR-Bench dashboard", "6,775", "7,945", "271",
                   "Runs per model and setting")
     path = screenshot(browser, "home")
@@ -44,13 +44,13 @@ def _settled_scripts(driver: object, at_least: int = 0) -> list[str]:
 
 
 def test_home_loads_the_analysis_pages_element_code(
-        streamlit_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
+        shared_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
     """The first analysis page of a session fetches no element code: Home loaded it (hidden)
     while it was read. On a page that did not, the Leaderboard fetched ~30 chunks on its first
     visit (PlotlyChart's 4.7 MB among them) and took 1.5-1.8 s instead of 0.4."""
     from selenium.webdriver.common.by import By
 
-    browser.get(streamlit_server)  # type: ignore[attr-defined]
+    browser.get(shared_server)  # type: ignore[attr-defined]
     wait_for_text(browser, "ELITR-Bench dashboard", "Runs per model and setting")
     on_home = _settled_scripts(browser)
     assert any(name.startswith("PlotlyChart.") for name in on_home), on_home

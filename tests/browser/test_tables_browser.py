@@ -18,8 +18,8 @@ def _grid_text(browser: object) -> str:
 
 
 def test_leaderboard_ranks_and_shows_missing_as_en_dash(
-        streamlit_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
-    open_page(browser, streamlit_server, "Leaderboard", wait_for_text)
+        shared_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
+    open_page(browser, shared_server, "Leaderboard", wait_for_text)
     wait_for_text(browser, "Rank by")
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -86,8 +86,8 @@ def test_meeting_browser_row_opens_the_detail_panel(
 
 
 def test_drilldown_row_opens_the_detail_panel(
-        streamlit_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
-    open_page(browser, streamlit_server, "Model drilldown", wait_for_text)
+        shared_server: str, browser: object, wait_for_text: Callable[..., None]) -> None:
+    open_page(browser, shared_server, "Model drilldown", wait_for_text)
     click_tab(browser, "Questions")
     wait_for_text(browser, "Select a row to read it in full below.")
     _pick_first_row(browser, "drilldown-questions-table")

@@ -88,7 +88,7 @@ def main() -> None:
                         help="the checkout whose code runs (default: this one)")
     args = parser.parse_args()
     sys.path.insert(0, str(args.tree))
-    from db import bulk
+    from db import score_staging
     from elitr_core.data import records, scores_csv
     from elitr_core.data.database import open_database, writing
     from elitr_core.data.report import ImportReport
@@ -99,7 +99,7 @@ def main() -> None:
     setattr(checker, gate, timed("typed gate", getattr(checker, gate)))
     resolver = scores_csv._Resolver
     resolver.resolve = timed("resolve ids", resolver.resolve)  # type: ignore[method-assign]
-    staging = bulk.ScoreStaging
+    staging = score_staging.ScoreStaging
     for name, method in (("stage", "write"), ("duplicates", "first_duplicate"),
                          ("changed values", "changed_values"), ("merge", "merge")):
         setattr(staging, method, timed(name, getattr(staging, method)))

@@ -1,6 +1,6 @@
 """Benchmark: the PostgreSQL server's work in merging a million staged scores into ``score``.
 
-The scores-CSV import (``db/bulk.py``) stages rows and merges them with one ``INSERT ...
+The scores-CSV import (``db/score_staging.py``) stages rows and merges them with one ``INSERT ...
 SELECT ... ON CONFLICT DO UPDATE``; on PostgreSQL that statement is most of the import. This
 measures it apart from Python, on the schema variants that decide its cost: the indexes of
 ``score`` and the checks of its three foreign keys. Each variant runs on a fresh copy of one

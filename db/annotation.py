@@ -31,12 +31,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlmodel import Session
 
-from db.crud import SCORE_KEY
 from db.keyed import upsert
 from db.models import (
-    Annotator,
     Assignment,
-    Evaluator,
     Participation,
     Question,
     Response,
@@ -46,6 +43,7 @@ from db.models import (
     StudyItem,
     utcnow,
 )
+from db.scores import SCORE_KEY
 
 #: First key of the advisory locks taken around a study's aggregate update.
 AGGREGATE_LOCK = 11_001
@@ -121,12 +119,6 @@ def study_by_id(*, session: Session, study_id: int) -> Study | None:
 def list_studies(*, session: Session) -> list[Study]:
     """Every study, newest first."""
     return list(session.execute(select(Study).order_by(Study.id.desc())).scalars())
-
-
-def evaluator_slug(*, session: Session, evaluator_id: int) -> str:
-    """The slug of an evaluator id."""
-    return str(session.execute(select(Evaluator.slug).where(Evaluator.id == evaluator_id))
-               .scalar_one())
 
 
 def unit_items(*, session: Session, study_id: int, unit: str) -> list[dict[str, Any]]:
@@ -364,35 +356,3 @@ def finish_participations(*, session: Session, study_id: int, annotator_id: int)
             session.add(part)
 
 
-def annotator_by_id(*, session: Session, annotator_id: int) -> Annotator | None:
-    """The annotator with this id."""
-    return session.get(Annotator, annotator_id)
-
-
-def annotator_by_token_hash(*, session: Session, token_hash: str) -> Annotator | None:
-    """The annotator holding this token hash."""
-    return session.execute(
-        select(Annotator).where(Annotator.token_hash == token_hash)).scalar_one_or_none()
-
-
-def annotator_by_external_id(
-    *, session: Session, evaluator_id: int, external_id: str
-) -> Annotator | None:
-    """The annotator of a pool with this external id (a Prolific PID)."""
-    return session.execute(select(Annotator).where(
-        Annotator.evaluator_id == evaluator_id, Annotator.external_id == external_id,
-    )).scalar_one_or_none()
-
-
-def annotator_by_name(*, session: Session, evaluator_id: int, name: str) -> Annotator | None:
-    """The annotator of a pool with this name."""
-    return session.execute(select(Annotator).where(
-        Annotator.evaluator_id == evaluator_id, Annotator.name == name)).scalar_one_or_none()
-
-
-def add_annotator(*, session: Session, **values: Any) -> Annotator:
-    """Insert one annotator and return it (with its id)."""
-    row = Annotator(**values)
-    session.add(row)
-    session.flush()
-    return row

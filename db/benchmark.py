@@ -83,24 +83,6 @@ def translations(*, session: Session, languages: Collection[str],
     return {(t.question_id, t.language): t for t in session.exec(stmt)}
 
 
-def evaluator_by_id(*, session: Session, evaluator_id: int) -> Evaluator | None:
-    """The evaluator with this id."""
-    return session.get(Evaluator, evaluator_id)
-
-
-def has_scores(*, session: Session, evaluator_id: int) -> bool:
-    """Whether the evaluator holds any score."""
-    stmt = select(Score.id).where(Score.evaluator_id == evaluator_id).limit(1)
-    return session.exec(stmt).first() is not None
-
-
-def score_states(*, session: Session, evaluator_id: int) -> dict[tuple[int, int], str]:
-    """(response id, sample) -> status of an evaluator's annotator-less scores."""
-    stmt = select(Score.response_id, Score.sample, Score.status).where(
-        Score.evaluator_id == evaluator_id, Score.annotator_key == 0)
-    return {(rid, sample): status for rid, sample, status in session.exec(stmt)}
-
-
 def question_ids(*, session: Session) -> dict[tuple[str, int], int]:
     """Map (meeting external id, question number) -> question id."""
     stmt = sa_select(col(Question.id), col(Meeting.external_id), col(Question.number)).join(

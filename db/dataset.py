@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from db.models import Annotator, Evaluator, Participation, Study, StudyItem
+from db.models import Evaluator, Participation, Study, StudyItem
 
 
 def study_rows(*, session: Session) -> list[dict[str, Any]]:
@@ -28,8 +28,3 @@ def study_rows(*, session: Session) -> list[dict[str, Any]]:
     return [dict(row._mapping) for row in session.execute(stmt)]
 
 
-def annotator_names(*, session: Session) -> list[str]:
-    """Annotator names in the order they were added (first id first), each once."""
-    stmt = (select(col(Annotator.name), func.min(col(Annotator.id)).label("first"))
-            .group_by(col(Annotator.name)).order_by("first"))
-    return [name for name, _ in session.execute(stmt)]

@@ -1,4 +1,4 @@
-"""Writes and reads of pairwise judgments (keyword-only, like :mod:`db.crud`)."""
+"""Writes and reads of pairwise judgments (keyword-only, like :mod:`db.scores`)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from db.keyed import upsert
-from db.models import Evaluator, Meeting, PairwiseJudgment, Question, Response, Run, Score
+from db.models import Evaluator, Response, Run, Score
 
 
 @dataclass(frozen=True)
@@ -160,42 +160,3 @@ def metas_by_run(*, session: Session, run_ids: Collection[int]) -> dict[int, lis
     return metas
 
 
-def evaluator_list(*, session: Session) -> list[Evaluator]:
-    """Every evaluator, by slug."""
-    return list(session.exec(select(Evaluator).order_by(col(Evaluator.slug))))
-
-
-def status_counts(*, session: Session, evaluator_ids: Collection[int | None],
-                  pairwise: bool = False) -> dict[tuple[int, str], int]:
-    """(evaluator id, status) -> how many scores (pairwise judgments with ``pairwise``)."""
-    if not evaluator_ids:
-        return {}
-    table: Any = PairwiseJudgment if pairwise else Score
-    stmt: Any = (sa_select(table.evaluator_id, table.status, func.count())
-                 .where(table.evaluator_id.in_(list(evaluator_ids)))
-                 .group_by(table.evaluator_id, table.status))
-    return {(eid, status): n for eid, status, n in session.execute(stmt)}
-
-
-def unparsed_scores(*, session: Session, evaluator: str | None = None,
-                    limit: int = 500) -> list[dict[str, Any]]:
-    """Judge outputs stored without a score (status ``unparsed``): evaluator, model, setting,
-    mode, split, meeting, question, sample, reason, output; by evaluator, model, meeting,
-    question, sample."""
-    stmt: Any = (
-        sa_select(col(Evaluator.slug).label("evaluator"), col(Run.model), col(Run.setting),
-                  col(Run.mode), col(Run.split), col(Meeting.external_id).label("meeting"),
-                  col(Question.number).label("question"), col(Score.sample),
-                  col(Score.reason), col(Score.raw).label("output"))
-        .join(Evaluator, col(Evaluator.id) == col(Score.evaluator_id))
-        .join(Response, col(Response.id) == col(Score.response_id))
-        .join(Run, col(Run.id) == col(Response.run_id))
-        .join(Question, col(Question.id) == col(Response.question_id))
-        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
-        .where(col(Score.status) == "unparsed")
-        .order_by(col(Evaluator.slug), col(Run.model), col(Meeting.external_id),
-                  col(Question.number), col(Score.sample))
-        .limit(limit))
-    if evaluator:
-        stmt = stmt.where(col(Evaluator.slug) == evaluator)
-    return [dict(row._mapping) for row in session.execute(stmt)]

@@ -17,7 +17,6 @@ from sqlalchemy import Integer, case, delete, func, literal, null, select, updat
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
-from db.crud import SCORE_KEY
 from db.keyed import upsert
 from db.models import (
     Annotator,
@@ -33,6 +32,7 @@ from db.models import (
     StudyItem,
     utcnow,
 )
+from db.scores import SCORE_KEY
 
 _SC = Score.__table__
 

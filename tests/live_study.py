@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 from sqlmodel import select
 
-from db.crud import score_row, upsert_evaluator, upsert_scores
+from db.evaluators import upsert_evaluator
 from db.keyed import upsert
 from db.models import Annotator, Meeting, Question, Response, Run
+from db.scores import score_row, upsert_scores
 from elitr_core.data.database import open_database, writing
 
 Value = Callable[[str, str, int, str], float | None]

@@ -13,9 +13,10 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from db.crud import SCORE_KEY, score_row, upsert_evaluator, upsert_scores
+from db.evaluators import upsert_evaluator
 from db.keyed import upsert
 from db.models import NO_SEED, Annotator, Meeting, Question, Response, Run, Score, utcnow
+from db.scores import SCORE_KEY, score_row, upsert_scores
 from elitr_core.data.database import open_database, reading, writing
 
 MODELS = ("A", "B", "C")

@@ -244,7 +244,7 @@ def test_pages_import_only_the_page_helpers_and_the_core() -> None:
 
 def test_the_page_check_sees_an_offence(tmp_path: Path) -> None:
     files = {"pages.home": "from pages.meeting import show\nfrom ui.data import engine\n"
-                           "import elitr_core.vocab\nfrom db import queries\n",
+                           "import elitr_core.vocab\nfrom db import scores\n",
              "ui.data": "from ui.text import plain\nfrom elitr_core import vocab\n"
                         "import streamlit\nfrom app import ROOT\n",
              "ui.warm": "def pages():\n    import pages.leaderboard\n",
@@ -255,7 +255,7 @@ def test_the_page_check_sees_an_offence(tmp_path: Path) -> None:
         sources[module].write_text(text)
     assert sorted(_imports_above(sources)) == [
         "elitr_core.x imports pages", "elitr_core.x imports pages.home",
-        "pages.home imports db", "pages.home imports db.queries",
+        "pages.home imports db", "pages.home imports db.scores",
         "pages.home imports pages.meeting", "pages.home imports pages.meeting.show",
         "ui.data imports app", "ui.data imports app.ROOT",
         "ui.warm imports pages.leaderboard"]
@@ -276,8 +276,8 @@ def test_the_checks_see_a_circle_and_an_offence() -> None:
 def test_function_level_imports_are_seen(tmp_path: Path) -> None:
     source = tmp_path / "lazy.py"
     source.write_text("def f():\n    from elitr_core.export import tables\n"
-                      "    import db.queries\n")
-    assert {"elitr_core.export", "elitr_core.export.tables", "db.queries"} <= set(
+                      "    import db.scores\n")
+    assert {"elitr_core.export", "elitr_core.export.tables", "db.scores"} <= set(
         _imports(source))
     assert any(_matches(n, "sqlmodel") for n in _imports(ROOT / "db" / "models.py"))
 

@@ -12,8 +12,9 @@ import pandas as pd
 from sqlmodel import Session
 
 from db import annotation as q
+from db import evaluators as eq
 from db import studies as sq
-from db.crud import upsert_evaluator
+from db.evaluators import upsert_evaluator
 from db.keyed import save
 from elitr_core.annotation.auth import new_token
 from elitr_core.annotation.quality import aggregate, get_study
@@ -50,11 +51,11 @@ def add_annotator(session: Session, name: str, pool: str) -> str:
 
     name = records.check_options(records.ANNOTATOR_NAME, name, what="annotator name")
     pool_id = upsert_evaluator(session=session, slug=POOLS[pool], kind="human")
-    if q.annotator_by_name(session=session, evaluator_id=pool_id, name=name) is not None:
+    if eq.annotator_by_name(session=session, evaluator_id=pool_id, name=name) is not None:
         raise UserError(f"the {pool} pool already has an annotator called {name!r}: "
                         "choose another name")
     token, token_hash = new_token()
-    q.add_annotator(session=session, evaluator_id=pool_id, name=name, token_hash=token_hash)
+    eq.add_annotator(session=session, evaluator_id=pool_id, name=name, token_hash=token_hash)
     return token
 
 
@@ -101,7 +102,7 @@ def study_status(session: Session, name: str) -> StudyStatus:
     summary: dict[str, object] = {
         "study": study.name, "status": study.status,
         "pool": study.filters.get("pool"),
-        "evaluator": q.evaluator_slug(session=session, evaluator_id=study.evaluator_id),
+        "evaluator": eq.evaluator_slug(session=session, evaluator_id=study.evaluator_id),
         "items": len(items_of), "units": len(claims), "per_item": study.per_item,
         "assignment": study.assignment, "order_seed": study.order_seed,
         "attention_rate": study.attention_rate,

@@ -18,10 +18,11 @@ from sqlmodel import Session
 
 from db import annotation as q
 from db import studies as sq
+from db.evaluators import evaluator_slug
 from db.keyed import save
 from db.models import Study
-from db.queries import score_rows
 from db.runs import ScoreFilter
+from db.scores import score_rows
 from elitr_core.data.fields import lookup_name
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats import icc
@@ -191,7 +192,7 @@ def study_agreement(session: Session, study_name: str) -> dict[str, Any]:
     statistic that cannot be computed yet (too few annotators or items).
     """
     study = get_study(session, study_name)
-    slug = q.evaluator_slug(session=session, evaluator_id=study.evaluator_id)
+    slug = evaluator_slug(session=session, evaluator_id=study.evaluator_id)
     df = pd.DataFrame(score_rows(session, ScoreFilter(evaluators=(slug,))))
     out: dict[str, Any] = {"icc_per_meeting": None, "icc_overall": None, "alpha": None,
                            "messages": []}

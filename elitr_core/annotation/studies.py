@@ -21,7 +21,13 @@ from sqlmodel import Session
 from db import admission as aq
 from db import annotation as q
 from db import studies as sq
-from db.crud import upsert_evaluator
+from db.evaluators import (
+    add_annotator,
+    annotator_by_external_id,
+    annotator_by_token_hash,
+    evaluator_slug,
+    upsert_evaluator,
+)
 from db.models import Participation, Study, utcnow
 from db.transaction import queued_writing, reading, writing
 from elitr_core.annotation.admission import check_join_limit, claim_unit
@@ -159,11 +165,11 @@ def enter_with_token(engine: Engine, token: str, study_name: str | None = None) 
     """
     check_token_format(token)
     with writing(engine) as session:
-        annotator = q.annotator_by_token_hash(session=session, token_hash=hash_token(token))
+        annotator = annotator_by_token_hash(session=session, token_hash=hash_token(token))
         if annotator is None or annotator.id is None:
             raise AccessDenied("This link is not valid: check that you copied it completely, "
                                "or ask the researcher for a new one.")
-        pool_slug = q.evaluator_slug(session=session, evaluator_id=annotator.evaluator_id)
+        pool_slug = evaluator_slug(session=session, evaluator_id=annotator.evaluator_id)
         name = study_name or _study_for_token(session, annotator.id, pool_slug)
         study = _open_study(session, name)
         assert study.id is not None
@@ -195,8 +201,8 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
         # two tabs of one participant arriving at once: the second waits for the first
         aq.lock_key(session=session, namespace=aq.PARTICIPANT_LOCK, text=pid)
         pool_id = upsert_evaluator(session=session, slug=POOLS["silver"], kind="human")
-        annotator = q.annotator_by_external_id(session=session, evaluator_id=pool_id,
-                                               external_id=pid)
+        annotator = annotator_by_external_id(session=session, evaluator_id=pool_id,
+                                             external_id=pid)
         parts = [] if annotator is None or annotator.id is None else q.participations(
             session=session, study_id=study.id, annotator_id=annotator.id)
         _check_participation(parts, study)
@@ -209,8 +215,8 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
             return Entry(annotator.id, study.id, study.name, prolific=True)
         check_join_limit(session, study, client)
         if annotator is None:
-            annotator = q.add_annotator(session=session, evaluator_id=pool_id,
-                                        name=f"prolific-{pid}", external_id=pid)
+            annotator = add_annotator(session=session, evaluator_id=pool_id,
+                                      name=f"prolific-{pid}", external_id=pid)
         assert annotator.id is not None
         claim_unit(session, study, annotator.id, prolific=(prolific_study, session_id),
                    client=client)

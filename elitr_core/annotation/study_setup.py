@@ -17,7 +17,7 @@ from sqlmodel import Session
 from db import admission as aq
 from db import annotation as q
 from db import studies as sq
-from db.crud import upsert_evaluator
+from db.evaluators import upsert_evaluator
 from db.keyed import save
 from db.models import Study
 from elitr_core.annotation.admission import (

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from sqlmodel import Session
 
-from db.annotation import annotator_by_id
+from db.evaluators import annotator_by_id
 from db.keyed import save
 
 

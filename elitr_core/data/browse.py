@@ -13,9 +13,9 @@ from db.benchmark import (
     meetings,
     overview_counts,
 )
-from db.queries import feedback_rows, scores_per_evaluator
 from db.responses import response_rows
 from db.runs import ScoreFilter, filter_options, runs_per_model
+from db.scores import feedback_rows, scores_per_evaluator
 
 __all__ = [
     "ScoreFilter",

@@ -13,9 +13,11 @@ from typing import Any
 from sqlmodel import Session
 
 from db import benchmark as bq
-from db import crud, keyed
+from db import keyed
 from db import responses as pq
+from db.evaluators import upsert_evaluator
 from db.models import NO_SEED, Meeting, Question, QuestionTranslation, Response, Run
+from db.scores import SCORE_KEY, score_row, upsert_scores
 from elitr_core.data.benchmark import (
     ARCHIVE_PASSWORD,
     BenchmarkFile,
@@ -290,7 +292,7 @@ def _import_scores(session: Session, found: list[tuple[BenchmarkFile, ResponseRe
         session=session, pairs=list(dict.fromkeys((row["run_id"], row["question_id"])
                                                   for row in rows)))
     evaluators = {
-        slug: crud.upsert_evaluator(session=session, slug=slug, kind=kind, description=desc)
+        slug: upsert_evaluator(session=session, slug=slug, kind=kind, description=desc)
         for slug, (kind, desc) in BUNDLED_EVALUATORS.items()
     }
     score_rows, names, paths = [], [], []
@@ -298,14 +300,14 @@ def _import_scores(session: Session, found: list[tuple[BenchmarkFile, ResponseRe
         response_id = response_ids[(row["run_id"], row["question_id"])]
         for slug, value in r.scores.items():
             score_rows.append(
-                crud.score_row(response_id=response_id, evaluator_id=evaluators[slug], value=value)
+                score_row(response_id=response_id, evaluator_id=evaluators[slug], value=value)
             )
             names.append(_describe(r, slug))
             paths.append(f.name)
     guard_scores(session, guard, path=paths.__getitem__, rows=score_rows,
                  describe=names.__getitem__)
-    unique = {tuple(row[k] for k in crud.SCORE_KEY): row for row in score_rows}
-    crud.upsert_scores(session=session, rows=list(unique.values()))
+    unique = {tuple(row[k] for k in SCORE_KEY): row for row in score_rows}
+    upsert_scores(session=session, rows=list(unique.values()))
 
 
 def import_bundled(session: Session) -> ImportReport:

@@ -25,8 +25,9 @@ from typing import Any
 
 from sqlmodel import Session
 
-from db import crud, keyed
+from db import keyed
 from db.models import Score
+from db.scores import SCORE_KEY
 from elitr_core.data.benchmark import BenchmarkFile
 from elitr_core.data.report import ImportReport
 from elitr_core.errors import DataFileError
@@ -158,15 +159,15 @@ def refuse_other_split(path: object, meeting: str, stored: str | None, split: st
 
 def guard_scores(session: Session, guard: Guard, *, path: object | Callable[[int], object],
                  rows: Sequence[dict[str, Any]], describe: Callable[[int], str]) -> None:
-    """Compare score rows (``crud.score_row`` dicts) with the stored scores of their keys;
+    """Compare score rows (``score_row`` dicts) with the stored scores of their keys;
     ``describe(i)`` names row ``i`` in a message, ``path`` its file (or ``path(i)`` does)."""
     response_ids = sorted({row["response_id"] for row in rows})
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     for start in range(0, len(response_ids), 1000):  # bounded IN lists on both backends
         stored |= keyed.stored_rows(
-            session=session, table=Score, keys=crud.SCORE_KEY, columns=["value"],
+            session=session, table=Score, keys=SCORE_KEY, columns=["value"],
             where={"response_id": response_ids[start:start + 1000]})
     for index, row in enumerate(rows):
-        key = tuple(row[k] for k in crud.SCORE_KEY)
+        key = tuple(row[k] for k in SCORE_KEY)
         guard.check(path=path(index) if callable(path) else path, what=describe(index),
                     stored=stored.get(key), new=row, columns=["value"])

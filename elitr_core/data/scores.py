@@ -12,8 +12,8 @@ import pandas as pd
 from sqlmodel import Session
 
 from db.models import NO_SEED
-from db.queries import score_records, score_rows
 from db.runs import ScoreFilter
+from db.scores import score_records, score_rows
 from elitr_core.vocab import SCORE_COLUMNS
 
 

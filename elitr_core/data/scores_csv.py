@@ -6,10 +6,10 @@ enter every comparison. Rows must refer to responses already stored.
 The file is streamed, never read whole: :data:`BATCH_ROWS` rows at a time are checked by the
 typed gate (:class:`~elitr_core.data.records.ScoreRowChecker`, column by column), resolved to
 stored responses through maps of names to ids, and written to a staging table
-(:class:`db.bulk.ScoreStaging`: PostgreSQL ``COPY``, SQLite ``executemany``); the database then
-finds a key given twice, and one statement merges the rows into ``score``. Memory holds one
-batch and the name maps, whatever the size of the file; the caller's transaction makes the
-import all or nothing (the first bad line refuses the whole file).
+(:class:`db.score_staging.ScoreStaging`: PostgreSQL ``COPY``, SQLite ``executemany``); the
+database then finds a key given twice, and one statement merges the rows into ``score``.
+Memory holds one batch and the name maps, whatever the size of the file; the caller's
+transaction makes the import all or nothing (the first bad line refuses the whole file).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session
 
 from db import benchmark as bq
-from db import bulk, crud
 from db import responses as pq
 from db import runs as rq
+from db import score_staging
+from db.evaluators import annotator_ids, upsert_evaluator
 from db.models import NO_SEED
 from elitr_core.data.overwrite import Guard, refuse_other_facets
 from elitr_core.data.records import ScoreRowChecker
@@ -57,7 +58,7 @@ def import_scores_csv(session: Session, path: Path, report: ImportReport, *,
     guard = guard or Guard(False, report)
     checker = ScoreRowChecker(path=path)
     resolver = _Resolver(session, path)
-    with bulk.ScoreStaging(session) as staging:
+    with score_staging.ScoreStaging(session) as staging:
         for first_line, count, cells in _batches(path):
             staging.write(resolver.resolve(checker.check_table(cells, count, first_line),
                                            first_line))
@@ -156,7 +157,8 @@ class _Resolver:
         self.annotators: dict[tuple[int, str], int] = {}
 
     def resolve(self, columns: dict[str, list[Any]], first_line: int) -> list[tuple[Any, ...]]:
-        """Rows for :meth:`db.bulk.ScoreStaging.write` (order of ``bulk.STAGED``)."""
+        """Rows for :meth:`db.score_staging.ScoreStaging.write` (order of
+        ``score_staging.STAGED``)."""
         self._add_evaluators(columns["evaluator"])
         self._add_annotators(columns["evaluator"], columns["annotator"])
         evaluators, annotators, responses = self.evaluators, self.annotators, self.responses
@@ -211,14 +213,14 @@ class _Resolver:
     def _add_evaluators(self, slugs: list[str]) -> None:
         for slug in set(slugs).difference(self.evaluators):
             kind = "human" if slug.endswith(HUMAN_SUFFIX) else "llm"
-            self.evaluators[slug] = crud.upsert_evaluator(session=self.session, slug=slug,
-                                                          kind=kind)
+            self.evaluators[slug] = upsert_evaluator(session=self.session, slug=slug,
+                                                     kind=kind)
 
     def _add_annotators(self, slugs: list[str], names: list[str | None]) -> None:
         pairs = {(self.evaluators[s], n) for s, n in zip(slugs, names, strict=True) if n}
         new = pairs.difference(self.annotators)
         if new:
-            self.annotators.update(bulk.annotator_ids(self.session, new))
+            self.annotators.update(annotator_ids(self.session, new))
 
 
 def _duplicate_error(path: Path, checker: ScoreRowChecker, first: int, second: int

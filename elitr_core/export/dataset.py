@@ -53,12 +53,13 @@ def dataset_tables(session: Session, flt: ScoreFilter | None = None) -> dict[str
     """The four tables of the dataset (annotators pseudonymised)."""
     from db import benchmark as bq
     from db import dataset as dq
+    from db.evaluators import annotator_names
     from elitr_core.data.browse import response_rows
     from elitr_core.data.scores import scores_table
 
     flt = flt or ScoreFilter()
     scores = scores_table(session, flt)
-    names = pseudonyms(dq.annotator_names(session=session))
+    names = pseudonyms(annotator_names(session=session))
     scores["annotator"] = scores["annotator"].map(
         lambda a: None if a is None or pd.isna(a) or a == "" else names[a])
     responses = pd.DataFrame(response_rows(session, flt), columns=[*RESPONSE_COLUMNS])

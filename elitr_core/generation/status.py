@@ -14,9 +14,11 @@ from typing import Any
 from sqlmodel import Session
 
 from db import runs as rq
+from db.evaluators import evaluator_list
 from db.models import NO_SEED
 from db.pairwise import pairwise_rows
 from db.runs import ScoreFilter, run_by_id
+from db.scores import status_counts, unparsed_scores
 from elitr_core.data.model_text import IN_WORDS
 from elitr_core.generation.jobs import process_alive
 from elitr_core.passes.records import usage_totals
@@ -88,13 +90,13 @@ def run_config(session: Session, run_id: int) -> dict[str, Any]:
 def judge_passes(session: Session) -> list[dict[str, Any]]:
     """One row per evaluator made by ``judge`` (absolute or pairwise): its counts (scores, or
     pairwise judgments) and its latest pass."""
-    evaluators = [e for e in rq.evaluator_list(session=session)
+    evaluators = [e for e in evaluator_list(session=session)
                   if (e.config or {}).get("kind") in ("judge", "pairwise-judge")]
     ids = {kind: [e.id for e in evaluators if e.config.get("kind") == kind]
            for kind in ("judge", "pairwise-judge")}
-    counts = {**rq.status_counts(session=session, evaluator_ids=ids["judge"]),
-              **rq.status_counts(session=session, evaluator_ids=ids["pairwise-judge"],
-                                 pairwise=True)}
+    counts = {**status_counts(session=session, evaluator_ids=ids["judge"]),
+              **status_counts(session=session, evaluator_ids=ids["pairwise-judge"],
+                              pairwise=True)}
     rows = []
     for evaluator in evaluators:
         config = evaluator.config
@@ -125,7 +127,7 @@ def judge_passes(session: Session) -> list[dict[str, Any]]:
 def unparsed_judgments(session: Session, *, evaluator: str | None = None,
                        limit: int = 500) -> list[dict[str, Any]]:
     """Judge outputs with no usable score: which response, why, and the output's start."""
-    rows = rq.unparsed_scores(session=session, evaluator=evaluator, limit=limit)
+    rows = unparsed_scores(session=session, evaluator=evaluator, limit=limit)
     rows += _unparsed_pairwise(session, evaluator, limit - len(rows))
     for row in rows:
         output = row["output"] or ""

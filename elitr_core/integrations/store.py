@@ -16,9 +16,11 @@ from typing import Any
 from sqlmodel import Session
 
 from db import benchmark as bq
-from db import crud, keyed
+from db import keyed
 from db import responses as pq
+from db.evaluators import upsert_evaluator
 from db.models import NO_SEED, Meeting, Response, Run
+from db.scores import SCORE_KEY, score_row, upsert_scores
 from elitr_core.data import records
 from elitr_core.data.model_text import storable_row
 from elitr_core.data.overwrite import Guard, guard_scores, refuse_other_split
@@ -151,14 +153,14 @@ def _store_scores(session: Session, run: HarnessRun, run_id: int,
         slug = records.validate(records.EVALUATOR_SLUG, name, path=run.source,
                                 what="scorer name")
         kind, description = run.evaluators[name]
-        evaluator = crud.upsert_evaluator(session=session, slug=slug, kind=kind,
-                                          description=description[:512])
+        evaluator = upsert_evaluator(session=session, slug=slug, kind=kind,
+                                     description=description[:512])
         for meeting, number, value in values:
             response = response_ids[(run_id, questions[(meeting, number)])]
-            rows.append(crud.score_row(response_id=response, evaluator_id=evaluator,
-                                       value=value))
+            rows.append(score_row(response_id=response, evaluator_id=evaluator,
+                                  value=value))
             names.append(f"the {slug} score of meeting {meeting} question {number}")
     guard_scores(session, guard, path=run.source, rows=rows, describe=names.__getitem__)
-    unique = {tuple(row[k] for k in crud.SCORE_KEY): row for row in rows}
-    crud.upsert_scores(session=session, rows=list(unique.values()))
+    unique = {tuple(row[k] for k in SCORE_KEY): row for row in rows}
+    upsert_scores(session=session, rows=list(unique.values()))
     report.counts["scores"] += len(unique)

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from sqlmodel import Session
 
-from db.benchmark import evaluator_by_id
+from db.evaluators import evaluator_by_id
 from db.keyed import save
 from db.models import Evaluator
 from elitr_core.errors import UserError

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 from sqlmodel import Session
 
-from db import crud
+from db.evaluators import upsert_evaluator
 from db.responses import responses_without_score
 from db.runs import ScoreFilter
+from db.scores import score_row, upsert_scores
 from elitr_core.errors import UserError
 from elitr_core.judging.metrics import METRICS, metric_score
 
@@ -41,12 +42,12 @@ def compute_metrics(
     flt = flt or ScoreFilter()
     computed: dict[str, int] = {}
     for slug in slugs:
-        evaluator_id = crud.upsert_evaluator(session=session, slug=slug, kind="metric",
-                                             description=DESCRIPTIONS.get(slug, ""))
+        evaluator_id = upsert_evaluator(session=session, slug=slug, kind="metric",
+                                        description=DESCRIPTIONS.get(slug, ""))
         todo = responses_without_score(session, evaluator_id, flt)
-        crud.upsert_scores(session=session, rows=[
-            crud.score_row(response_id=rid, evaluator_id=evaluator_id,
-                           value=metric_score(slug, text, reference))
+        upsert_scores(session=session, rows=[
+            score_row(response_id=rid, evaluator_id=evaluator_id,
+                      value=metric_score(slug, text, reference))
             for rid, text, reference in todo
         ])
         computed[slug] = len(todo)

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db import crud, keyed
-from db.benchmark import evaluator_by_id
+from db import keyed
+from db.evaluators import evaluator_by_id, upsert_evaluator
 from db.models import PairwiseJudgment, utcnow
 from db.pairwise import upsert_pairwise
 from db.transaction import writing
@@ -72,7 +72,7 @@ def pairwise_identity(spec: PairwiseSpec) -> dict[str, Any]:
 def prepare_pairwise_evaluator(session: Session, spec: PairwiseSpec, backend: Backend) -> int:
     """Create the evaluator or check it is this judge; start a pass record; return its id."""
     identity = pairwise_identity(spec)
-    evaluator_id = crud.upsert_evaluator(
+    evaluator_id = upsert_evaluator(
         session=session, slug=spec.evaluator, kind="pairwise",
         description=f"pairwise judge {spec.judge_model}, {spec.style} prompt")
     evaluator = evaluator_by_id(session=session, evaluator_id=evaluator_id)

@@ -20,9 +20,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import benchmark as bq
-from db import crud, keyed
+from db import keyed
 from db import responses as pq
+from db.evaluators import evaluator_by_id, upsert_evaluator
 from db.models import NO_SEED, Score, utcnow
+from db.scores import has_scores, score_states, upsert_judgments
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
 from elitr_core.data.summaries import SUMMARY_TYPE
@@ -91,14 +93,14 @@ def prepare_evaluator(session: Session, spec: JudgeSpec, backend: Backend) -> in
     identity = judge_identity(spec)
     top = JUDGE_SCALES[spec.style]
     scale = f"1..{top}" + (f" x{10 // top}" if top != 10 else "")  # "1..10", "1..5 x2"
-    evaluator_id = crud.upsert_evaluator(
+    evaluator_id = upsert_evaluator(
         session=session, slug=spec.evaluator, kind="llm",
         description=f"LLM judge {spec.judge_model}, {spec.style} prompt ({scale})")
-    evaluator = bq.evaluator_by_id(session=session, evaluator_id=evaluator_id)
+    evaluator = evaluator_by_id(session=session, evaluator_id=evaluator_id)
     assert evaluator is not None
     config = dict(evaluator.config)
     if config.get("kind") != "judge":
-        if evaluator.kind != "llm" or bq.has_scores(session=session, evaluator_id=evaluator_id):
+        if evaluator.kind != "llm" or has_scores(session=session, evaluator_id=evaluator_id):
             raise UserError(f"evaluator {spec.evaluator!r} holds imported or human scores: "
                             "choose another --evaluator slug for this judge")
     else:
@@ -128,7 +130,7 @@ def collect_items(
         raise UserError(f"no stored response matches {spec.filters()}: check --model, --split, "
                         "--setting, --mode (`python -m elitr_core export scores` lists them)")
     translations = bq.translations(session=session, languages={r[4] for r in rows} - {"en"})
-    status = bq.score_states(session=session, evaluator_id=evaluator_id)
+    status = score_states(session=session, evaluator_id=evaluator_id)
     items: list[JudgeItem] = []
     for rid, text, seed, setting, language, qid, qa, conv, reference in rows:
         if language != "en":
@@ -161,7 +163,7 @@ def judge_run(engine: Engine, spec: JudgeSpec, backend: Backend, *,
     report = JudgeReport(evaluator=spec.evaluator, total=total, skipped=total - len(items))
     record = PassRecord(evaluator_id, report)
     lifecycle = ResumablePass(engine, report, sink, record.end, Storing(
-        Score, crud.upsert_judgments, key=("response_id", "sample"), name="judge-writer",
+        Score, upsert_judgments, key=("response_id", "sample"), name="judge-writer",
         after_batch=record.batch))
 
     def store(item: JudgeItem, _: int, completion: Completion) -> None:

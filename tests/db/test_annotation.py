@@ -11,7 +11,11 @@ from sqlmodel import Session, select
 
 from db import annotation as ann
 from db import studies
-from db.crud import upsert_evaluator
+from db.evaluators import (
+    add_annotator,
+    evaluator_slug,
+    upsert_evaluator,
+)
 from db.models import Annotator, Participation, Score, Study, utcnow
 from db.transaction import reading, writing
 from elitr_core.data.database import open_database
@@ -40,7 +44,7 @@ def _study(session: Session, name: str = "s1") -> tuple[Study, int]:
 
 
 def _annotator(session: Session, pool: int, name: str, **kw: Any) -> Annotator:
-    return ann.add_annotator(session=session, evaluator_id=pool, name=name, **kw)
+    return add_annotator(session=session, evaluator_id=pool, name=name, **kw)
 
 
 def _queue(session: Session, study: Study, annotator: Annotator, unit: str,
@@ -96,7 +100,7 @@ def test_studies_and_their_items(url: str) -> None:
         found = ann.study_by_name(session=session, name="first", lock=True)
         assert found is not None and found.id == ids[0]
         assert ann.study_by_name(session=session, name="nope") is None
-        assert ann.evaluator_slug(session=session, evaluator_id=pool) == "silver-x"
+        assert evaluator_slug(session=session, evaluator_id=pool) == "silver-x"
         items = studies.study_items(session=session, study_id=ids[0])
         unit = ann.unit_items(session=session, study_id=ids[0], unit=M1)
     assert len(items) == len(MEETINGS) * QUESTIONS * len(MODELS)
@@ -198,26 +202,6 @@ def test_a_revised_answer_updates_its_score_and_adds_the_time(db_url: str) -> No
     # the answer, and its response's aggregate (the mean of the study's answers) beside it
     assert [(s.value, s.seconds_spent, s.annotator_key) for s in scores] == [
         (6.0, 12.5, ids[2]), (6.0, None, 0)]
-
-
-def test_annotator_look_ups(url: str) -> None:
-    engine = open_database(url)
-    with writing(engine) as session:
-        pool = upsert_evaluator(session=session, slug="silver-x", kind="human")
-        other = upsert_evaluator(session=session, slug="silver-y", kind="human")
-        alice = _annotator(session, pool, "alice", token_hash="h-alice", external_id="PID-A")
-        ids = (pool, other, alice.id)
-    with reading(engine) as session:
-        by_hash = ann.annotator_by_token_hash(session=session, token_hash="h-alice")
-        by_pid = ann.annotator_by_external_id(session=session, evaluator_id=ids[0],
-                                              external_id="PID-A")
-        by_name = ann.annotator_by_name(session=session, evaluator_id=ids[0], name="alice")
-        assert by_hash is not None and by_pid is not None and by_name is not None
-        assert by_hash.id == by_pid.id == by_name.id == ids[2]
-        assert ann.annotator_by_token_hash(session=session, token_hash="h-bob") is None
-        assert ann.annotator_by_external_id(session=session, evaluator_id=ids[1],
-                                            external_id="PID-A") is None  # another pool
-        assert ann.annotator_by_name(session=session, evaluator_id=ids[1], name="alice") is None
 
 
 def test_exclusion_references_and_aggregates(url: str) -> None:

@@ -18,8 +18,8 @@ from db.benchmark import (
 )
 from db.keyed import upsert
 from db.models import Evaluator, Meeting, Response, Run
-from db.queries import scores_per_evaluator
 from db.runs import runs_per_model
+from db.scores import scores_per_evaluator
 from elitr_core.data.database import open_database, reading, writing
 from tests import small_db
 from tests.small_db import MEETINGS, gold, judge, read, silver, upsert_score

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from db import crud
 from db.engine import database_url, get_engine
+from db.evaluators import upsert_evaluator
 from db.transaction import writing
 from elitr_core.cli.main import main
 from tests.small_db import upsert_score
@@ -39,7 +39,7 @@ def test_upsert_race_writes_one_score(db_url: str) -> None:
     engine = get_engine(db_url)
     with writing(engine) as session:
         response_id = session.exec(text("SELECT min(id) FROM response")).scalar_one()  # type: ignore[call-overload]
-        evaluator_id = crud.upsert_evaluator(session=session, slug="race-judge", kind="llm")
+        evaluator_id = upsert_evaluator(session=session, slug="race-judge", kind="llm")
     errors: list[BaseException] = []
     barrier = threading.Barrier(8)
 

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlmodel import Session, select
 
-from db.crud import upsert_evaluator
 from db.engine import get_engine
+from db.evaluators import upsert_evaluator
 from db.models import PairwiseJudgment, Response, Run
 from db.pairwise import pairwise_detail, pairwise_rows, stored_pairwise_state, upsert_pairwise
 from db.runs import ScoreFilter

@@ -9,7 +9,7 @@ from sqlalchemy import delete, update
 from sqlmodel import select
 
 from db import responses
-from db.crud import upsert_evaluator
+from db.evaluators import upsert_evaluator
 from db.keyed import id_map, upsert
 from db.models import (
     Evaluator,
@@ -19,9 +19,9 @@ from db.models import (
     Run,
     Score,
 )
-from db.queries import feedback_rows
 from db.responses import response_ids, response_rows, responses_without_score
 from db.runs import ScoreFilter, filter_options
+from db.scores import feedback_rows
 from elitr_core.data.database import open_database, reading, writing
 from tests.small_db import MEETINGS, upsert_score
 

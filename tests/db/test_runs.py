@@ -17,9 +17,9 @@ from db.models import (
     Response,
     Run,
 )
-from db.queries import score_records, score_rows
 from db.responses import response_ids
 from db.runs import ScoreFilter, filter_options, filter_runs, run_id
+from db.scores import score_records, score_rows
 from elitr_core.data.database import open_database, reading, writing
 from tests import small_db
 from tests.small_db import MEETINGS, read, upsert_score

@@ -9,7 +9,7 @@ import time
 import pytest
 from sqlmodel import select
 
-from db.crud import upsert_evaluator
+from db.evaluators import upsert_evaluator
 from db.models import Evaluator
 from db.transaction import queued_writing, reading, writing
 from elitr_core.data.database import open_database

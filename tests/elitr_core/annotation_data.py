@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from db.crud import upsert_evaluator
+from db.evaluators import upsert_evaluator
 from db.keyed import upsert
 from db.models import Meeting, Question, Response, Run
 from db.transaction import writing

@@ -154,8 +154,8 @@ def test_page_opened_without_the_app_shell_is_refused(url: str) -> None:
 
 
 def test_a_background_judge_pass_adds_scores_for_the_analyses(url: str) -> None:
-    from db.queries import score_rows
     from db.runs import ScoreFilter
+    from db.scores import score_rows
     from db.transaction import reading
 
     app = runs_page()

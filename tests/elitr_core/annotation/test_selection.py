@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
-from db.crud import upsert_evaluator
+from db.evaluators import upsert_evaluator
 from db.models import StudyItem
 from elitr_core.annotation.studies import StudySpec, create_study
 from elitr_core.cli.main import main

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, make_url, text
 
-from db import bulk
+from db import score_staging
 from elitr_core.cli import data as cli_data
 from elitr_core.cli.boundary import one_line
 from elitr_core.cli.main import main
@@ -87,14 +87,14 @@ def test_postgresql_fails_in_the_middle_of_an_import(
     no SQL, and (when the database survives) nothing of the import stored."""
     small_db.build(pg_url, scores=False)
     before = snapshot(pg_url)
-    real = bulk.ScoreStaging.write
+    real = score_staging.ScoreStaging.write
 
-    def failing(staging: bulk.ScoreStaging, rows: Sequence[tuple[object, ...]]) -> None:
+    def failing(staging: score_staging.ScoreStaging, rows: Sequence[tuple[object, ...]]) -> None:
         real(staging, rows)
         fault(staging.connection)
         real(staging, rows)
 
-    monkeypatch.setattr(bulk.ScoreStaging, "write", failing)
+    monkeypatch.setattr(score_staging.ScoreStaging, "write", failing)
     assert main(["import", _csv(tmp_path), "--db", pg_url]) == 2
     err = capsys.readouterr().err
     # db/faults names the fault and says what happened to the import's one transaction

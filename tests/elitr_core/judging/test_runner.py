@@ -189,8 +189,8 @@ def test_judge_identity_and_imported_evaluators_are_protected(bundled_sqlite: st
 
 
 def test_fake_judge_unparsable_rate_and_scores_in_exports(bundled_sqlite: str) -> None:
-    from db.queries import score_rows
     from db.runs import ScoreFilter
+    from db.scores import score_rows
     from db.transaction import reading
 
     judge_run(get_engine(bundled_sqlite), spec(evaluator="fake-j"),

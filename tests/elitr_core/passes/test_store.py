@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db import crud
+from db import keyed
 from db.engine import get_engine
 from db.models import Evaluator, PairwiseJudgment, Response, Score
 from elitr_core.backends.base import Completion, DecodingConfig, Message
@@ -33,8 +33,8 @@ from tests.elitr_core.run_helpers import MEETINGS, Events, rows, set_transcripts
 
 
 def _evaluators(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    crud.upsert(session=session, table=Evaluator, keys=["slug"], rows=rows,
-                update=["description", "config"])
+    keyed.upsert(session=session, table=Evaluator, keys=["slug"], rows=rows,
+                 update=["description", "config"])
 
 
 def _evaluator(slug: str, description: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Bulk writes: many scores in one staging table, merged into ``score`` by one statement.
 
-A scores CSV of a million rows went through ``crud.upsert`` a thousand rows per statement and
+A scores CSV of a million rows went through ``keyed.upsert`` a thousand rows per statement and
 three look-ups per row (1,100 rows a second). Here the caller streams resolved rows into a
 temporary staging table (PostgreSQL: ``COPY``; SQLite: ``executemany`` in large batches), the
 database finds duplicated keys there (``GROUP BY``, not a Python set of every key, so memory
@@ -11,7 +11,7 @@ stays bounded), and one ``INSERT ... SELECT ... ON CONFLICT DO UPDATE`` merges t
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -27,13 +27,12 @@ from sqlalchemy import (
     or_,
     select,
     true,
-    tuple_,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
-from db.crud import SCORE_KEY
-from db.models import Annotator, Score, utcnow
+from db.models import Score, utcnow
+from db.scores import SCORE_KEY
 
 #: The columns a caller writes, in this order (``annotator_key`` is the id or 0).
 STAGED = ("line", "response_id", "evaluator_id", "annotator_id", "annotator_key", "sample",
@@ -132,25 +131,4 @@ class ScoreStaging:
                   "updated_at": stmt.excluded.updated_at}))
 
 
-def annotator_ids(session: Session, pairs: Iterable[tuple[int, str]]) -> dict[tuple[int, str],
-                                                                           int]:
-    """Create the annotators ``(evaluator id, name)`` that are missing; map each to its id."""
-    wanted = sorted(set(pairs))
-    if not wanted:
-        return {}
-    table = Annotator.__table__  # type: ignore[attr-defined]
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" \
-        else sqlite.insert
-    out: dict[tuple[int, str], int] = {}
-    for start in range(0, len(wanted), 1000):  # SQLite's limit of bound variables
-        chunk = wanted[start:start + 1000]
-        session.execute(insert(table).values(
-            [{"evaluator_id": e, "name": n} for e, n in chunk]).on_conflict_do_nothing(
-            index_elements=["evaluator_id", "name"]))
-        found = session.execute(select(table.c.evaluator_id, table.c.name, table.c.id).where(
-            tuple_(table.c.evaluator_id, table.c.name).in_(chunk)))
-        out.update({(e, n): i for e, n, i in found})
-    return out
-
-
-__all__ = ["STAGED", "ScoreStaging", "annotator_ids"]
+__all__ = ["STAGED", "ScoreStaging"]

@@ -1,13 +1,30 @@
-"""Read queries of scores that return plain rows for the core (no statistics here)."""
+"""Scores: one response scored by one evaluator (one annotator, one judge sample). Their key
+(:data:`SCORE_KEY`) and the rows that write them (imports, judge passes, metrics), what a
+pass resumes from, the long ``scores`` rows the analyses read and their id-level records,
+the judge outputs stored with them, counts by evaluator and status. Plain rows, no
+statistics; many scores at once go through :mod:`db.score_staging`."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlmodel import Session, col
+from sqlalchemy import func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
 
-from db.models import NO_SEED, Annotator, Evaluator, Meeting, Question, Response, Run, Score
+from db.keyed import upsert
+from db.models import (
+    NO_SEED,
+    Annotator,
+    Evaluator,
+    Meeting,
+    PairwiseJudgment,
+    Question,
+    Response,
+    Run,
+    Score,
+)
 from db.responses import response_key_columns
 from db.runs import ScoreFilter, filter_runs, run_label
 
@@ -15,7 +32,7 @@ from db.runs import ScoreFilter, filter_runs, run_label
 def score_statement(flt: ScoreFilter) -> Any:
     """The SELECT behind :func:`score_rows` and :func:`score_records` (stable order)."""
     stmt: Any = (
-        select(
+        sa_select(
             *response_key_columns(),
             col(Question.question_type),
             col(Question.answer_position),
@@ -86,14 +103,14 @@ def score_records(session: Session, flt: ScoreFilter) -> dict[str, list[tuple[An
     question_type, answer_position), "evaluators": (id, slug), "annotators": (id, name)}``.
     """
     stmt: Any = (
-        select(col(Response.run_id), col(Response.question_id), col(Score.evaluator_id),
+        sa_select(col(Response.run_id), col(Response.question_id), col(Score.evaluator_id),
                col(Score.annotator_id), col(Score.sample), col(Score.value))
         .join(Response, col(Response.id) == col(Score.response_id))
         .where(col(Score.status) == flt.status)
     )
-    runs: Any = filter_runs(select(col(Run.id), col(Run.split), col(Run.setting),
+    runs: Any = filter_runs(sa_select(col(Run.id), col(Run.split), col(Run.setting),
                                    col(Run.mode), col(Run.seed), run_label()), flt)
-    evaluators: Any = select(col(Evaluator.id), col(Evaluator.slug))
+    evaluators: Any = sa_select(col(Evaluator.id), col(Evaluator.slug))
     if flt.evaluators:
         evaluators = evaluators.where(col(Evaluator.slug).in_(flt.evaluators))
     if flt != ScoreFilter(status=flt.status):
@@ -101,7 +118,7 @@ def score_records(session: Session, flt: ScoreFilter) -> dict[str, list[tuple[An
         stmt = stmt.where(col(Score.evaluator_id).in_(
             evaluators.with_only_columns(col(Evaluator.id))))
     questions = (
-        select(col(Question.id), col(Meeting.external_id), col(Question.number),
+        sa_select(col(Question.id), col(Meeting.external_id), col(Question.number),
                col(Question.question_type), col(Question.answer_position))
         .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
     )
@@ -111,14 +128,14 @@ def score_records(session: Session, flt: ScoreFilter) -> dict[str, list[tuple[An
         "questions": [tuple(r) for r in session.execute(questions)],
         "evaluators": [tuple(r) for r in session.execute(evaluators)],
         "annotators": [tuple(r) for r in session.execute(
-            select(col(Annotator.id), col(Annotator.name)))],
+            sa_select(col(Annotator.id), col(Annotator.name)))],
     }
 
 
 def scores_per_evaluator(session: Session) -> list[dict[str, Any]]:
     """Scores per evaluator and status."""
     stmt: Any = (
-        select(
+        sa_select(
             col(Evaluator.slug).label("evaluator"),
             col(Evaluator.kind),
             col(Score.status),
@@ -138,7 +155,7 @@ def feedback_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
     whose raw output was stored (imported scores have none).
     """
     stmt: Any = (
-        select(
+        sa_select(
             *response_key_columns(),
             col(Evaluator.slug).label("evaluator"),
             col(Score.sample),
@@ -161,3 +178,85 @@ def feedback_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
     return rows
 
 
+SCORE_KEY: tuple[str, ...] = ("response_id", "evaluator_id", "annotator_key", "sample")
+
+
+def score_row(
+    *,
+    response_id: int,
+    evaluator_id: int,
+    value: float | None,
+    annotator_id: int | None = None,
+    sample: int = 0,
+    status: str = "ok",
+) -> dict[str, Any]:
+    """A row for :func:`upsert_scores` (the annotator key is 0 for judges and aggregates)."""
+    return {
+        "response_id": response_id,
+        "evaluator_id": evaluator_id,
+        "annotator_id": annotator_id,
+        "annotator_key": annotator_id or 0,
+        "sample": sample,
+        "value": value,
+        "status": status,
+    }
+
+
+def upsert_scores(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Write many imported scores at once (value and status updated on a key conflict)."""
+    upsert(session=session, table=Score, rows=rows, keys=SCORE_KEY, update=["value", "status"])
+
+
+def upsert_judgments(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Store judge scores; a judgment asked again replaces value, status, reason and output."""
+    upsert(session=session, table=Score, rows=rows, keys=SCORE_KEY,
+           update=["value", "status", "reason", "raw"])
+
+
+def has_scores(*, session: Session, evaluator_id: int) -> bool:
+    """Whether the evaluator holds any score."""
+    stmt = select(Score.id).where(Score.evaluator_id == evaluator_id).limit(1)
+    return session.exec(stmt).first() is not None
+
+
+def score_states(*, session: Session, evaluator_id: int) -> dict[tuple[int, int], str]:
+    """(response id, sample) -> status of an evaluator's annotator-less scores."""
+    stmt = select(Score.response_id, Score.sample, Score.status).where(
+        Score.evaluator_id == evaluator_id, Score.annotator_key == 0)
+    return {(rid, sample): status for rid, sample, status in session.exec(stmt)}
+
+
+def status_counts(*, session: Session, evaluator_ids: Collection[int | None],
+                  pairwise: bool = False) -> dict[tuple[int, str], int]:
+    """(evaluator id, status) -> how many scores (pairwise judgments with ``pairwise``)."""
+    if not evaluator_ids:
+        return {}
+    table: Any = PairwiseJudgment if pairwise else Score
+    stmt: Any = (sa_select(table.evaluator_id, table.status, func.count())
+                 .where(table.evaluator_id.in_(list(evaluator_ids)))
+                 .group_by(table.evaluator_id, table.status))
+    return {(eid, status): n for eid, status, n in session.execute(stmt)}
+
+
+def unparsed_scores(*, session: Session, evaluator: str | None = None,
+                    limit: int = 500) -> list[dict[str, Any]]:
+    """Judge outputs stored without a score (status ``unparsed``): evaluator, model, setting,
+    mode, split, meeting, question, sample, reason, output; by evaluator, model, meeting,
+    question, sample."""
+    stmt: Any = (
+        sa_select(col(Evaluator.slug).label("evaluator"), col(Run.model), col(Run.setting),
+                  col(Run.mode), col(Run.split), col(Meeting.external_id).label("meeting"),
+                  col(Question.number).label("question"), col(Score.sample),
+                  col(Score.reason), col(Score.raw).label("output"))
+        .join(Evaluator, col(Evaluator.id) == col(Score.evaluator_id))
+        .join(Response, col(Response.id) == col(Score.response_id))
+        .join(Run, col(Run.id) == col(Response.run_id))
+        .join(Question, col(Question.id) == col(Response.question_id))
+        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
+        .where(col(Score.status) == "unparsed")
+        .order_by(col(Evaluator.slug), col(Run.model), col(Meeting.external_id),
+                  col(Question.number), col(Score.sample))
+        .limit(limit))
+    if evaluator:
+        stmt = stmt.where(col(Evaluator.slug) == evaluator)
+    return [dict(row._mapping) for row in session.execute(stmt)]

@@ -70,7 +70,7 @@ def backend_fields(columns: list[Any]) -> dict[str, dict[str, object]]:
                 shown.setdefault(option.name, (option, []))[1].append(name)
     values: dict[str, dict[str, object]] = {name: {} for name in BACKENDS}
     for (option, names), column in zip(shown.values(), itertools.cycle(columns), strict=False):
-        value = backend_field(column, option, f"{option.label} ({', '.join(names)})")
+        value = backend_field(column, option, md("{} ({})", option.label, ", ".join(names)))
         for name in names:
             values[name][option.name] = value
     return values

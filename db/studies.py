@@ -1,11 +1,13 @@
 # SQLModel types table attributes as their Python values (Score.status: str), so mypy reads
 # every column expression here as str/bool; these codes are the false positives that follow.
 # mypy: disable-error-code="call-overload,arg-type,attr-defined,union-attr"
-"""Queries and keyword-only writes of a study as a whole: its items (drawn from the stored
-responses), its progress and attention checks, its annotators' scores and its aggregate.
+"""Queries and keyword-only writes of a study as a whole: the study found and listed, its
+items (drawn from the stored responses), its progress and attention checks, its annotators'
+scores and its aggregate, its design for the shared dataset.
 
-The annotator's own queue (claims, assignments, answers) is :mod:`db.annotation`; the decisions
-(what counts as too fast, who is excluded) live in ``elitr_core.annotation.quality``.
+The annotator's own queue (claims, assignments, answers) is :mod:`db.queue`, admission to a
+study (seats, joins, lapses) :mod:`db.admission`; the decisions (what counts as too fast, who
+is excluded) live in ``elitr_core.annotation.quality``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Integer, case, delete, func, literal, null, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from db.keyed import upsert
 from db.models import (
@@ -35,6 +37,24 @@ from db.models import (
 from db.scores import SCORE_KEY
 
 _SC = Score.__table__
+
+
+def study_by_name(*, session: Session, name: str, lock: bool = False) -> Study | None:
+    """The study called ``name``; ``lock`` takes a row lock (PostgreSQL) for unit claims."""
+    stmt = select(Study).where(Study.name == name)
+    if lock:
+        stmt = stmt.with_for_update()
+    return session.execute(stmt).scalar_one_or_none()
+
+
+def study_by_id(*, session: Session, study_id: int) -> Study | None:
+    """The study with this id."""
+    return session.get(Study, study_id)
+
+
+def list_studies(*, session: Session) -> list[Study]:
+    """Every study, newest first."""
+    return list(session.execute(select(Study).order_by(Study.id.desc())).scalars())
 
 
 def candidate_responses(
@@ -240,3 +260,19 @@ def delete_aggregates(*, session: Session, evaluator_id: int,
     if response_ids is not None:
         stmt = stmt.where(Score.response_id.in_(sorted(response_ids)))
     session.execute(stmt)
+
+
+def study_rows(*, session: Session) -> list[dict[str, Any]]:
+    """Every study's design (not its Prolific settings): name, evaluator, assignment, scores
+    per item, attention-check rate, status, creation time, items and annotators."""
+    items = (select(func.count()).where(col(StudyItem.study_id) == col(Study.id))
+             .scalar_subquery())
+    people = (select(func.count(func.distinct(col(Participation.annotator_id))))
+              .where(col(Participation.study_id) == col(Study.id)).scalar_subquery())
+    stmt = (select(col(Study.name).label("study"), col(Evaluator.slug).label("evaluator"),
+                   col(Study.assignment), col(Study.per_item), col(Study.attention_rate),
+                   col(Study.status), col(Study.created_at), items.label("items"),
+                   people.label("annotators"))
+            .join(Evaluator, col(Evaluator.id) == col(Study.evaluator_id))
+            .order_by(col(Study.name)))
+    return [dict(row._mapping) for row in session.execute(stmt)]

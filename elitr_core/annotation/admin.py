@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import pandas as pd
 from sqlmodel import Session
 
-from db import annotation as q
 from db import evaluators as eq
+from db import queue as q
 from db import studies as sq
 from db.evaluators import upsert_evaluator
 from db.keyed import save

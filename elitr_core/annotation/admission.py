@@ -22,7 +22,7 @@ from typing import Any
 from sqlmodel import Session
 
 from db import admission as aq
-from db import annotation as q
+from db import queue as q
 from db import studies as sq
 from db.models import Participation, Study, utcnow
 from elitr_core.annotation.auth import AccessDenied
@@ -117,7 +117,7 @@ def claim_unit(session: Session, study: Study, annotator_id: int, *,
     aq.take_seat(session=session, seat_id=seat.id, participation_id=part.id)
     if seat.participation_id is not None:
         # the aggregate lock before the lapsed holder's rows: their own submit in flight
-        # holds it and then writes those rows (db.annotation.lock_aggregate)
+        # holds it and then writes those rows (db.queue.lock_aggregate)
         q.lock_aggregate(session=session, study_id=study.id)
         marked = aq.lapse(session=session, participation_id=seat.participation_id,
                           evaluator_id=study.evaluator_id)

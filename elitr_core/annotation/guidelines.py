@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 
 from sqlmodel import Session
 
-from db.annotation import study_by_id
 from db.keyed import save
+from db.studies import study_by_id
 from elitr_core.errors import UserError
 from elitr_core.prompts.assembly import rubric_text
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sqlmodel import Session
 
-from db import annotation as q
+from db import queue as q
 from db import studies as sq
 from db.evaluators import evaluator_slug
 from db.keyed import save
@@ -42,9 +42,9 @@ REPORT_COLUMNS = ("annotator", "annotator_id", "status", "answered", "items", "m
 
 def get_study(session: Session, name: str) -> Study:
     """The study called ``name`` or a UserError listing what exists."""
-    study = q.study_by_name(session=session, name=lookup_name(name))
+    study = sq.study_by_name(session=session, name=lookup_name(name))
     if study is None:
-        names = ", ".join(s.name for s in q.list_studies(session=session)) or "none yet"
+        names = ", ".join(s.name for s in sq.list_studies(session=session)) or "none yet"
         raise UserError(f"no study called {name!r} (studies: {names})")
     return study
 

@@ -5,7 +5,7 @@ per task unit. An annotator arriving by token or Prolific link takes a free seat
 with the fewest annotators (:mod:`elitr_core.annotation.admission`); their queue is the
 unit's items plus attention checks, shuffled with a seed derived
 from the study seed, the annotator and the unit (recorded on the participation). Every answer
-is committed before the next item is returned, through :func:`db.annotation.record_answer` (an
+is committed before the next item is returned, through :func:`db.queue.record_answer` (an
 upsert on the score's key), so a double click or a second tab updates the same score instead of
 adding one.
 """
@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import admission as aq
-from db import annotation as q
+from db import queue as q
 from db import studies as sq
 from db.evaluators import (
     add_annotator,
@@ -90,7 +90,7 @@ class ItemView:
 
 def _open_study(session: Session, name: str) -> Study:
     # no lock on the study row: admission takes a seat row (db.admission.free_seat)
-    study = q.study_by_name(session=session, name=lookup_name(name))
+    study = sq.study_by_name(session=session, name=lookup_name(name))
     if study is None:
         raise AccessDenied("This link names a study that does not exist: check the link.")
     if study.status != "open":
@@ -120,7 +120,7 @@ def check_pool(study: Study, pool_slug: str, *, prolific: bool) -> None:
 
 def _study_for_token(session: Session, annotator_id: int, pool_slug: str) -> str:
     """The study a token without ``study=`` opens: one in progress, else one with room."""
-    studies = [s for s in q.list_studies(session=session) if _pool_of(s) == pool_slug]
+    studies = [s for s in sq.list_studies(session=session) if _pool_of(s) == pool_slug]
     mine = [s for s in studies if s.id is not None and q.participations(
         session=session, study_id=s.id, annotator_id=annotator_id)]
     for study in mine:
@@ -335,7 +335,7 @@ def _record(engine: Engine, entry: Entry, position: int, value: int, comment: st
         if row.participation_status == "lapsed":
             raise AccessDenied(LAPSED.format(study.name))
         if row.kind == "item":
-            # the answer updates its response's aggregate (db.annotation._mean_statement):
+            # the answer updates its response's aggregate (db.queue._mean_statement):
             # the study's answers queue on its aggregate lock, taken before any row lock (as
             # exclusions, closing and lapses take it), so means never miss an answer in
             # flight and no two writers of the aggregate wait on each other in a circle

@@ -15,7 +15,6 @@ from typing import Any
 from sqlmodel import Session
 
 from db import admission as aq
-from db import annotation as q
 from db import studies as sq
 from db.evaluators import upsert_evaluator
 from db.keyed import save
@@ -128,7 +127,7 @@ def create_study(session: Session, spec: StudySpec) -> dict[str, Any]:
     """
     _check_spec(spec)
     spec = _through_gate(spec)
-    if q.study_by_name(session=session, name=spec.name) is not None:
+    if sq.study_by_name(session=session, name=spec.name) is not None:
         raise UserError(f"a study called {spec.name!r} exists already: choose another name")
     rows = sq.candidate_responses(session=session, split=spec.split, setting=spec.setting,
                                  mode=spec.mode, models=spec.models, meetings=spec.meetings)

@@ -5,7 +5,6 @@ queries they show as they are, so they are named here rather than wrapped. Each 
 from :func:`elitr_core.data.database.reading`.
 """
 
-from db.annotation import list_studies
 from db.benchmark import (
     differentiating_keys,
     meeting_browser,
@@ -16,6 +15,7 @@ from db.benchmark import (
 from db.responses import response_rows
 from db.runs import ScoreFilter, filter_options, runs_per_model
 from db.scores import feedback_rows, scores_per_evaluator
+from db.studies import list_studies
 
 __all__ = [
     "ScoreFilter",

@@ -52,7 +52,7 @@ def pseudonyms(names: list[str]) -> dict[str, str]:
 def dataset_tables(session: Session, flt: ScoreFilter | None = None) -> dict[str, pd.DataFrame]:
     """The four tables of the dataset (annotators pseudonymised)."""
     from db import benchmark as bq
-    from db import dataset as dq
+    from db import studies as sq
     from db.evaluators import annotator_names
     from elitr_core.data.browse import response_rows
     from elitr_core.data.scores import scores_table
@@ -65,7 +65,7 @@ def dataset_tables(session: Session, flt: ScoreFilter | None = None) -> dict[str
     responses = pd.DataFrame(response_rows(session, flt), columns=[*RESPONSE_COLUMNS])
     responses["seed"] = responses["seed"].astype("Int64")
     questions = pd.DataFrame(bq.question_rows(session=session), columns=[*QUESTION_COLUMNS])
-    studies = pd.DataFrame(dq.study_rows(session=session), columns=[*STUDY_COLUMNS])
+    studies = pd.DataFrame(sq.study_rows(session=session), columns=[*STUDY_COLUMNS])
     studies["created_at"] = [pd.Timestamp(t).isoformat() if t is not None else None
                              for t in studies["created_at"]]
     for column in ("per_item", "items", "annotators"):

@@ -3,8 +3,6 @@ once, annotators looked up by token digest, Prolific id and name within their po
 
 from __future__ import annotations
 
-import pytest
-
 from db.evaluators import (
     add_annotator,
     annotator_by_external_id,
@@ -16,13 +14,6 @@ from db.keyed import id_map
 from db.models import Evaluator
 from db.transaction import reading, writing
 from elitr_core.data.database import open_database
-from tests.elitr_core.annotation_data import build
-
-
-@pytest.fixture
-def url(sqlite_url: str) -> str:
-    build(sqlite_url)
-    return sqlite_url
 
 
 def test_upsert_evaluator_returns_the_existing_id(small_sqlite: str) -> None:
@@ -39,8 +30,8 @@ def test_upsert_evaluator_returns_the_existing_id(small_sqlite: str) -> None:
     assert ("new-judge", "human") not in kinds
 
 
-def test_annotator_look_ups(url: str) -> None:
-    engine = open_database(url)
+def test_annotator_look_ups(annotation_url: str) -> None:
+    engine = open_database(annotation_url)
     with writing(engine) as session:
         pool = upsert_evaluator(session=session, slug="silver-x", kind="human")
         other = upsert_evaluator(session=session, slug="silver-y", kind="human")

@@ -6,11 +6,15 @@ a gold-human aggregate score per response (``gold_value``).
 
 from __future__ import annotations
 
-from sqlmodel import select
+from typing import Any
 
-from db.evaluators import upsert_evaluator
+from sqlmodel import Session, select
+
+from db import queue as ann
+from db import studies
+from db.evaluators import add_annotator, upsert_evaluator
 from db.keyed import upsert
-from db.models import Meeting, Question, Response, Run
+from db.models import Annotator, Meeting, Participation, Question, Response, Run, Study
 from db.transaction import writing
 from elitr_core.data.database import open_database
 from tests.small_db import upsert_score
@@ -57,3 +61,45 @@ def build(url: str, *, questions: int = QUESTIONS, meetings: tuple[str, ...] = M
             meeting = next(i for i, m in enumerate(meetings) if mids[m] == q.meeting_id)
             upsert_score(session=session, response_id=response.id, evaluator_id=gold,
                          value=gold_value(meeting, q.number, run))
+
+
+def make_study(session: Session, name: str = "s1") -> tuple[Study, int]:
+    """A study of the silver-x pool over every response, one unit per meeting."""
+    pool = upsert_evaluator(session=session, slug="silver-x", kind="human")
+    study = Study(name=name, evaluator_id=pool)
+    session.add(study)
+    session.flush()
+    assert study.id is not None
+    items = [(r["response_id"], r["meeting"])
+             for r in studies.candidate_responses(session=session)]
+    studies.add_study_items(session=session, study_id=study.id, items=items)
+    return study, pool
+
+
+def make_annotator(session: Session, pool: int, name: str, **kw: Any) -> Annotator:
+    return add_annotator(session=session, evaluator_id=pool, name=name, **kw)
+
+
+def make_queue(session: Session, study: Study, annotator: Annotator, unit: str,
+           checks: int = 0) -> Participation:
+    """A participation in ``unit`` and its queue: the unit's items, then attention checks."""
+    assert study.id is not None and annotator.id is not None
+    part = ann.add_participation(session=session, study_id=study.id,
+                                 annotator_id=annotator.id, unit=unit, order_seed=1)
+    items = ann.unit_items(session=session, study_id=study.id, unit=unit)
+    start = ann.next_position(session=session, study_id=study.id, annotator_id=annotator.id)
+    rows = [{"study_id": study.id, "annotator_id": annotator.id, "response_id": i["response_id"],
+             "position": start + n, "kind": "item", "participation_id": part.id}
+            for n, i in enumerate(items)]
+    rows += [{"study_id": study.id, "annotator_id": annotator.id,
+              "response_id": items[n]["response_id"], "position": start + len(items) + n,
+              "kind": "attention-high", "participation_id": part.id,
+              "check_text": items[n]["reference"]} for n in range(checks)]
+    ann.add_assignments(session=session, rows=rows)
+    return part
+
+
+def queue_row(session: Session, study_id: Any, annotator_id: Any, position: int) -> Any:
+    """The annotator's own queue row at ``position`` as a submit reads it (id None: not theirs)."""
+    return ann.answer_target(session=session, study_id=study_id,
+                             annotator_id=annotator_id, position=position)

@@ -1,11 +1,12 @@
 # SQLModel types table attributes as their Python values (Score.status: str), so mypy reads
 # every column expression here as str/bool; these codes are the false positives that follow.
 # mypy: disable-error-code="call-overload,arg-type,attr-defined,union-attr"
-"""Queries and keyword-only writes of the annotator's queue: studies and annotators looked up,
-units claimed, participations and assignments, answers and their hot path.
+"""Queries and keyword-only writes of the annotator's queue: units claimed, participations
+and assignments, answers and their hot path.
 
-A study as a whole (its items, progress, scores and aggregate) is :mod:`db.studies`. No
-decisions live here (which unit to claim): those are in ``elitr_core.annotation.studies``.
+A study as a whole (found, its items, progress, scores and aggregate) is :mod:`db.studies`,
+the annotators of a pool :mod:`db.evaluators`. No decisions live here (which unit to
+claim): those are in ``elitr_core.annotation.studies``.
 """
 
 from __future__ import annotations
@@ -101,24 +102,6 @@ _QUEUE_VIEW = (
 )
 _ANSWER_STATEMENTS: dict[tuple[str, bool], list[Any]] = {}
 AnyRow = Row[*tuple[Any, ...]]
-
-
-def study_by_name(*, session: Session, name: str, lock: bool = False) -> Study | None:
-    """The study called ``name``; ``lock`` takes a row lock (PostgreSQL) for unit claims."""
-    stmt = select(Study).where(Study.name == name)
-    if lock:
-        stmt = stmt.with_for_update()
-    return session.execute(stmt).scalar_one_or_none()
-
-
-def study_by_id(*, session: Session, study_id: int) -> Study | None:
-    """The study with this id."""
-    return session.get(Study, study_id)
-
-
-def list_studies(*, session: Session) -> list[Study]:
-    """Every study, newest first."""
-    return list(session.execute(select(Study).order_by(Study.id.desc())).scalars())
 
 
 def unit_items(*, session: Session, study_id: int, unit: str) -> list[dict[str, Any]]:

@@ -331,6 +331,98 @@ def test_citations_of_architecture_name_a_section() -> None:
     assert not offences, "\n".join(offences)
 
 
+#: A module of the project named in a docstring or comment (``db.scores.score_rows``,
+#: ``elitr_core.data.records.ScoreRowChecker``): its first words must be a module.
+DOTTED = re.compile(r"(?<![\w./-])((?:db|elitr_core)(?:\.[A-Za-z_]\w*)+)")
+#: A file of the project named as a path, with a name in it (``db/admission.free_seat``) or
+#: not (``db/score_staging.py``); ARCHITECTURE.md writes the core's paths below elitr_core/.
+PATH_CITED = re.compile(r"(?<![\w./-])([a-z_]+(?:/\w+)*/\w+)\.([A-Za-z_]\w*)\b")
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """What a module defines or imports at its top, and its classes' methods and fields as
+    ``Class.name``."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            names.update(f"{node.name}.{sub.name}" for sub in getattr(node, "body", ())
+                         if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef))
+            names.update(f"{node.name}.{sub.target.id}" for sub in getattr(node, "body", ())
+                         if isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name))
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _dotted_exists(ref: str, sources: dict[str, Path]) -> bool:
+    """``ref`` names a module, or a name (``Class.method``) a module defines."""
+    parts = ref.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        if module in sources:
+            rest = parts[cut:]
+            names = _top_level_names(sources[module]) if rest else set()
+            return not rest or rest[0] in names or ".".join(rest[:2]) in names
+    return False
+
+
+def _path_exists(base: str, tail: str) -> bool:
+    """``base.tail`` is a file below the root or elitr_core/, or ``tail`` a name its module
+    defines; a path whose first folder is not one of the project's is not ours to check."""
+    for root in (ROOT, ROOT / "elitr_core"):
+        if not (root / base.split("/")[0]).is_dir():
+            continue
+        if (root / f"{base}.{tail}").exists():
+            return True
+        module = root / f"{base}.py"
+        if module.exists():
+            return tail in _top_level_names(module)
+    return not any((root / base.split("/")[0]).is_dir() for root in (ROOT, ROOT / "elitr_core"))
+
+
+def _stale_pointers(text: str, sources: dict[str, Path]) -> Iterator[str]:
+    """Modules, names and files that ``text`` cites and that do not exist."""
+    for ref in DOTTED.findall(text):
+        if not _dotted_exists(ref.rstrip("."), sources):
+            yield ref
+    for base, tail in PATH_CITED.findall(text):
+        if not _path_exists(base, tail):
+            yield f"{base}.{tail}"
+
+
+def test_cited_modules_names_and_files_exist() -> None:
+    """A docstring, comment or ARCHITECTURE.md that names a module (``db.scores``), a name in
+    it (``db.queue.record_answer``, ``db/admission.free_seat``) or a file
+    (``db/score_staging.py``) names one that exists: a moved or renamed one leaves none."""
+    texts = {module: path.read_text() for module, path in SOURCES.items()}
+    texts["ARCHITECTURE.md"] = ARCHITECTURE.read_text()
+    offences = sorted(f"{where} cites {ref}" for where, text in texts.items()
+                      for ref in _stale_pointers(text, SOURCES))
+    assert not offences, "\n".join(offences)
+
+
+def test_the_pointer_check_sees_a_stale_one() -> None:
+    text = ("``db.crud.save``, :func:`db.scores.score_nothing`, ``columns.SCORE_COLUMNS`` is "
+            "not ours, ``db.scores.score_rows`` and `db/keyed.py` are, `db/bulk.py` and "
+            "`data/importers.upsert_nothing` are gone, `eval/eval_gpt.py` is upstream's")
+    assert sorted(_stale_pointers(text, SOURCES)) == [
+        "data/importers.upsert_nothing", "db.crud.save", "db.scores.score_nothing",
+        "db/bulk.py"]
+
+
+def test_citations_of_the_protocol_name_a_section() -> None:
+    """``docs/protocol.md §N`` names a section the protocol has (its headings are ``## §N``)."""
+    sections = set(re.findall(r"^## (§\d+)", (ROOT / "docs" / "protocol.md").read_text(), re.M))
+    offences = sorted(f"{module} cites protocol.md {cited}" for module, path in SOURCES.items()
+                      for cited in re.findall(r"protocol\.md,? (§\d+)", path.read_text())
+                      if cited not in sections)
+    assert sections and not offences, "\n".join(offences)
+
+
 def _score_range_typed(path: Path) -> Iterator[str]:
     """Comparisons or ranges that type the rubric's 1..10 again (``1 <= v <= 10``,
     ``v < 1 or v > 10``, ``range(1, 11)``) instead of ``vocab.SCORE_MIN``/``SCORE_MAX``."""

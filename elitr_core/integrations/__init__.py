@@ -4,6 +4,6 @@
 prompts); ``inspect_task.py`` is the inspect_ai task; ``lm_eval/`` holds the
 lm-evaluation-harness task config; ``inspect_logs`` and ``lm_eval_samples`` read what those
 harnesses write back into :class:`~elitr_core.integrations.harness.HarnessRun`\\ s, which
-``elitr_core.data.harness_import`` stores. Both packages are optional: they are imported only
+``elitr_core.integrations.store`` stores. Both packages are optional: they are imported only
 when their task runs or their output is imported (:func:`harness.require`).
 """

@@ -24,8 +24,14 @@ from tests.browser.conftest import running_server
 from tests.elitr_core.annotation_data import build
 from tests.streamlit_ws import Session
 
-PARTICIPANTS = 5  # at once, each with its own task of 21 items: 100 trials per database
-QUESTIONS = 7  # per meeting, times three models: 21 items per task
+PARTICIPANTS = 5  # at once, each with its own task of 12 items: 55 trials per database
+#: per meeting, times three models: 12 items per task, 11 item changes each. 55 trials per
+#: database (110 in all) are plenty: the old page scored the unseen item in 7 of 8 trials
+#: (issue 31), so all 55 pass with it with probability (1/8)^55 < 1e-49, and even a regression
+#: 17 times rarer (1 trial in 20) fails one database's 55 with probability 1 - 0.95^55 = 94%,
+#: both databases' 110 with 99.6%. Each item change is one round of every participant at once,
+#: so the test's time grows with the items, not with the participants.
+QUESTIONS = 4
 MEETING = "meeting_en_test2_901"
 
 

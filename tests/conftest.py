@@ -33,16 +33,18 @@ def _pg_admin_url() -> str:
 
 
 @contextlib.contextmanager
-def pg_database(prefix: str = "elitr_test") -> Iterator[str]:
-    """A new, empty PostgreSQL database (its URL), dropped on exit; skips without a server."""
+def pg_database(prefix: str = "elitr_test", template: str | None = None) -> Iterator[str]:
+    """A new PostgreSQL database (its URL), empty or a copy of the database at URL
+    ``template``, dropped on exit; skips without a server."""
     if not PG_URL:
         pytest.skip("PostgreSQL tests need DATABASE_URL_TEST (CI sets it)")
     import psycopg
 
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = _pg_admin_url()
+    copy = f' TEMPLATE "{make_url(template).database}"' if template else ""
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
     url = make_url(admin).set(drivername="postgresql+psycopg", database=name)
     try:
         yield url.render_as_string(hide_password=False)
@@ -109,6 +111,30 @@ def bundled_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def bundled_sqlite(bundled_sqlite_template: Path, tmp_path: Path) -> Iterator[str]:
     """A fresh copy of the bundled-data database (SQLite URL)."""
     yield from _fresh_copy(bundled_sqlite_template, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def bundled_pg_template() -> Iterator[str]:
+    """A PostgreSQL database holding the bundled data, built once and copied by
+    ``bundled_db`` (no connection is left open on it: PostgreSQL copies only such a one)."""
+    with pg_database("elitr_bundled_template") as url:
+        _init_bundled(url)
+        dispose_engines()
+        _forget_ready()
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def bundled_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database holding the bundled data, on SQLite and on PostgreSQL (as ``db_url``
+    after ``init``): a copy of one that ``init`` filled once per session, since ``init`` on
+    PostgreSQL takes 2-4 s a test on two shared cores and a copy 0.4 s. What ``init`` writes is
+    checked in tests/elitr_core/data/test_importers.py."""
+    if request.param == "sqlite":
+        yield from _fresh_copy(request.getfixturevalue("bundled_sqlite_template"), tmp_path)
+        return
+    with pg_database(template=request.getfixturevalue("bundled_pg_template")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -24,12 +24,11 @@ def export(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> pd.DataF
 
 
 def test_length_controlled_equals_statsmodels_on_the_bundled_data(
-        db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["init", "--db", db_url]) == 0
-    table = export(db_url, capsys, "length-controlled", "--replicates", "200")
+        bundled_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    table = export(bundled_db, capsys, "length-controlled", "--replicates", "200")
     assert tuple(table.columns) == EXPORT_COLUMNS["length-controlled"] and len(table) == 9
-    scores = export(db_url, capsys, "scores", "--evaluator", "gpt-4")
-    texts = rows(db_url, "SELECT m.external_id, q.number, u.model, r.text FROM response r "
+    scores = export(bundled_db, capsys, "scores", "--evaluator", "gpt-4")
+    texts = rows(bundled_db, "SELECT m.external_id, q.number, u.model, r.text FROM response r "
                          "JOIN run u ON u.id = r.run_id JOIN question q ON q.id = r.question_id "
                          "JOIN meeting m ON m.id = q.meeting_id WHERE u.split = 'test2' AND "
                          "u.setting = 'qa' AND u.mode = 'st'")
@@ -48,6 +47,6 @@ def test_length_controlled_equals_statsmodels_on_the_bundled_data(
     assert (table["ci_low"] < table["lc_mean"]).all()
     assert (table["lc_mean"] < table["ci_high"]).all()
     # the human scored three models: tau over them, raw and length-controlled
-    tau = export(db_url, capsys, "length-controlled-tau", "--replicates", "200")
+    tau = export(bundled_db, capsys, "length-controlled-tau", "--replicates", "200")
     assert tau["ranking"].tolist() == ["judge mean", "length-controlled"]
     assert (tau["n_models"] == 3).all() and (tau["tau"] == 1).all()

@@ -27,9 +27,8 @@ N_QUESTIONS = 130  # test2
 
 
 @pytest.fixture
-def bundled(db_url: str) -> str:
-    assert main(["init", "--db", db_url]) == 0
-    return db_url
+def bundled(bundled_db: str) -> str:
+    return bundled_db
 
 
 def judge(url: str, reply: Callable[[list[Message]], str], models: tuple[str, ...],

@@ -19,9 +19,8 @@ RESPONSES = "elitr-bench-qa_test2_st_gpt-4-eval.json"
 
 
 @pytest.fixture
-def bundled(db_url: str) -> str:
-    assert main(["init", "--db", db_url]) == 0
-    return db_url
+def bundled(bundled_db: str) -> str:
+    return bundled_db
 
 
 def bundled_responses() -> dict:

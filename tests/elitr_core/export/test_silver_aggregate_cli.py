@@ -25,10 +25,9 @@ def export(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> pd.DataF
     return pd.read_csv(io.StringIO(capsys.readouterr().out))
 
 
-def test_silver_aggregate_tables_equal_crowd_kit(db_url: str, tmp_path: Path,
+def test_silver_aggregate_tables_equal_crowd_kit(bundled_db: str, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["init", "--db", db_url]) == 0
-    gold = export(db_url, capsys, "scores", "--evaluator", "gold-human")
+    gold = export(bundled_db, capsys, "scores", "--evaluator", "gold-human")
     rng = np.random.default_rng(0)
     lines = ["meeting,question_id,split,setting,mode,model,evaluator,annotator,score"]
     for r in gold.itertuples():
@@ -40,14 +39,14 @@ def test_silver_aggregate_tables_equal_crowd_kit(db_url: str, tmp_path: Path,
                          f"{int(value)}")
     path = tmp_path / "crowd.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["import", str(path), "--db", db_url]) == 0
-    aggregate = export(db_url, capsys, "silver-aggregate", "--evaluator", "crowd")
-    reliability = export(db_url, capsys, "annotator-reliability", "--evaluator", "crowd")
-    agreement = export(db_url, capsys, "silver-aggregate-agreement", "--evaluator",
+    assert main(["import", str(path), "--db", bundled_db]) == 0
+    aggregate = export(bundled_db, capsys, "silver-aggregate", "--evaluator", "crowd")
+    reliability = export(bundled_db, capsys, "annotator-reliability", "--evaluator", "crowd")
+    agreement = export(bundled_db, capsys, "silver-aggregate-agreement", "--evaluator",
                        "crowd,gold-human").set_index("aggregate")
     assert len(aggregate) == len(gold) == 390 and (aggregate["n_annotators"] == 3).all()
     # the reference: crowd-kit on the individual scores as exported
-    scores = export(db_url, capsys, "scores", "--evaluator", "crowd")
+    scores = export(bundled_db, capsys, "scores", "--evaluator", "crowd")
     scores = scores[scores["annotator"].notna()]
     data = pd.DataFrame({"task": scores["meeting"] + "/" + scores["question_id"].astype(str)
                          + "/" + scores["model"], "worker": scores["annotator"],

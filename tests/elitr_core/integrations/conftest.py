@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from elitr_core.cli.main import main
-
 
 @pytest.fixture
-def url(db_url: str) -> str:
+def url(bundled_db: str) -> str:
     """A database holding the bundled data (SQLite and PostgreSQL), to import runs into."""
-    assert main(["init", "--db", db_url]) == 0
-    return db_url
+    return bundled_db

@@ -33,10 +33,9 @@ def test_database_url_resolution(monkeypatch) -> None:  # type: ignore[no-untype
     assert database_url("sqlite:///x.db") == "sqlite:///x.db"
 
 
-def test_upsert_race_writes_one_score(db_url: str) -> None:
+def test_upsert_race_writes_one_score(bundled_db: str) -> None:
     """Eight threads write the same score key 25 times each: one row, the last value."""
-    assert main(["init", "--db", db_url]) == 0
-    engine = get_engine(db_url)
+    engine = get_engine(bundled_db)
     with writing(engine) as session:
         response_id = session.exec(text("SELECT min(id) FROM response")).scalar_one()  # type: ignore[call-overload]
         evaluator_id = upsert_evaluator(session=session, slug="race-judge", kind="llm")

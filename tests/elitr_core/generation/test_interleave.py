@@ -204,18 +204,16 @@ def test_interleaving_settings_are_checked(url: str) -> None:
         generate_run(engine, spec(interleave=Interleaving(2, SPAN, switch=2)), FakeBackend())
 
 
-def test_fake_backend_interleaved_resume_on_postgres_and_sqlite(db_url: str) -> None:
+def test_fake_backend_interleaved_resume_on_postgres_and_sqlite(bundled_db: str) -> None:
     from elitr_core.backends.fake import FakeBackend
-    from elitr_core.cli.main import main
 
-    assert main(["init", "--db", db_url]) == 0
-    set_transcripts(db_url)
-    engine = get_engine(db_url)
+    set_transcripts(bundled_db)
+    engine = get_engine(bundled_db)
     with pytest.raises(KeyboardInterrupt):
         generate_run(engine, spec(), FakeBackend(), progress=StopAfter(5))
     report = generate_run(engine, spec(), FakeBackend())
     assert (report.skipped, report.written, report.status) == (5, 23, "done")
-    stored = responses(db_url, report.run_id)
+    stored = responses(bundled_db, report.run_id)
     assert len(stored) == 28
     assert all(abs(meta["span"] - SPAN) <= 0.05 * SPAN for _, meta in stored.values())
 

@@ -255,16 +255,14 @@ def test_missing_transcripts_and_bad_settings_are_user_errors(bundled_sqlite: st
     assert rows(bundled_sqlite, "SELECT id FROM run WHERE model = 'served-model'") == []
 
 
-def test_fake_backend_conv_multi_turn_on_postgres_and_sqlite(db_url: str) -> None:
+def test_fake_backend_conv_multi_turn_on_postgres_and_sqlite(bundled_db: str) -> None:
     from elitr_core.backends.fake import FakeBackend
-    from elitr_core.cli.main import main
 
-    assert main(["init", "--db", db_url]) == 0
-    set_transcripts(db_url)
-    engine = get_engine(db_url)
+    set_transcripts(bundled_db)
+    engine = get_engine(bundled_db)
     with pytest.raises(KeyboardInterrupt):
         generate_run(engine, spec(setting="conv", mode="mt"), FakeBackend(),
                      progress=StopAfter(4))
     report = generate_run(engine, spec(setting="conv", mode="mt"), FakeBackend())
     assert (report.skipped, report.written, report.status) == (4, 24, "done")
-    assert len(responses(db_url, report.run_id)) == 28
+    assert len(responses(bundled_db, report.run_id)) == 28

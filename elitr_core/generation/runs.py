@@ -18,7 +18,7 @@ the Czech question.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
@@ -59,7 +59,7 @@ from elitr_core.passes.records import (
     process_info,
     with_failure,
 )
-from elitr_core.passes.store import Storing
+from elitr_core.passes.store import Store, Storing
 from elitr_core.prompts.assembly import (
     multi_turn_plan,
     single_turn_messages,
@@ -75,8 +75,23 @@ IDENTITY_KEYS: tuple[str, ...] = (
 )
 
 
-Writer = Callable[[QuestionItem, Completion, dict[str, Any]], None]
-"""Stores one answer: ``write(question, completion, extra_meta)``."""
+@dataclass(frozen=True)
+class RunAnswers:
+    """Where a run's answers go: :meth:`put` makes an answer's ``Response`` row and hands it
+    to the pass's store step (``passes/store.py``: the storage policy, an altered answer's
+    original noted in its meta, the batch writer, the counts and the progress)."""
+
+    store: Store
+    run_id: int
+
+    def put(self, question: QuestionItem, completion: Completion,
+            extra: dict[str, Any]) -> None:
+        """Store ``completion`` as the answer to ``question``, ``extra`` in its meta (its
+        turn, its context's retrieval, its span)."""
+        self.store.put({  # an altered answer keeps what the model said in its meta
+            "run_id": self.run_id, "question_id": question.question_id,
+            "text": completion.text, "meta": completion_meta(completion, **extra),
+            "created_at": utcnow()}, original=completion.text)
 
 
 @dataclass
@@ -187,26 +202,20 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
         engine, report, sink, partial(_record_end, run_id=run_id),
         Storing(Response, pq.upsert_responses, key=("question_id",), name="answer-writer",
                         note="meta"))
-
-    def write(item: QuestionItem, completion: Completion, extra: dict[str, Any]) -> None:
-        lifecycle.store.put({  # an altered answer keeps what the model said in its meta
-            "run_id": run_id, "question_id": item.question_id, "text": completion.text,
-            "meta": completion_meta(completion, **extra), "created_at": utcnow()},
-            original=completion.text)
-
+    answers = RunAnswers(lifecycle.store, run_id)
     with lifecycle.running(report.label):
         if spec.interleave is not None:
             ask_interleaved(spec.interleave, spec.decoding, lifecycle, backend, interleaved,
-                            done, write)
+                            done, answers.put)
         elif spec.mode == "st":
-            _single_turn(spec, lifecycle, backend, work, done, write)
+            _single_turn(spec, lifecycle, backend, work, done, answers)
         else:
-            _multi_turn(spec, lifecycle, backend, work, done, write)
+            _multi_turn(spec, lifecycle, backend, work, done, answers)
     return report
 
 
 def _single_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend,
-                 work: Sequence[MeetingWork], done: dict[int, str], write: Writer) -> None:
+                 work: Sequence[MeetingWork], done: dict[int, str], answers: RunAnswers) -> None:
     """Every meeting's unanswered questions go to the backend at once, each meeting's
     questions sharing its transcript (``cache_key``)."""
     todo = [(meeting, q, question_context(meeting.transcript, q.text, spec.context_policy()))
@@ -219,13 +228,13 @@ def _single_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backen
             length_words=q.length_words), cache_key=meeting.meeting)
 
     lifecycle.ask(backend, todo, conversation, lambda _: spec.decoding,
-                  lambda item, _, completion: write(item[1], completion, item[2][1]))
+                  lambda item, _, completion: answers.put(item[1], completion, item[2][1]))
     logger.info("%d answer(s) stored over %d meeting(s)", len(todo),
                 len({meeting.meeting for meeting, _, _ in todo}))
 
 
 def _multi_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend,
-                work: Sequence[MeetingWork], done: dict[int, str], write: Writer) -> None:
+                work: Sequence[MeetingWork], done: dict[int, str], answers: RunAnswers) -> None:
     """One conversation per meeting, resumed after its stored answers."""
     conversations = []
     for meeting in work:
@@ -242,7 +251,7 @@ def _multi_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend
             conversations.append((meeting, Conversation(history, turns, previous,
                                                         cache_key=meeting.meeting)))
     lifecycle.ask(backend, conversations, lambda item: item[1], lambda _: spec.decoding,
-                  lambda item, turn, c: write(item[0].questions[turn], c, {"turn": turn}))
+                  lambda item, turn, c: answers.put(item[0].questions[turn], c, {"turn": turn}))
 
 
 def _interleaved(engine: Engine, run_id: int, spec: GenerationSpec, backend: Backend,

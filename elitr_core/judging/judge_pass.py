@@ -13,9 +13,10 @@ from typing import Any, ClassVar
 
 from sqlmodel import Session
 
-from db.evaluators import evaluator_by_id
+from db.evaluators import evaluator_by_id, upsert_evaluator
 from db.keyed import save
 from db.models import Evaluator
+from elitr_core.backends.base import Backend
 from elitr_core.errors import UserError
 from elitr_core.passes.lifecycle import PassReport
 from elitr_core.passes.records import library_versions, now_iso, process_info, with_failure
@@ -90,6 +91,28 @@ class JudgePassReport(PassReport):
         return {"todo": self.total - self.skipped,
                 "done": self.asked if status is not None else self.stored, "ok": self.ok,
                 "unparsed": self.unparsed, "altered": self.altered, "usage": dict(self.usage)}
+
+
+def evaluator_of(session: Session, spec: JudgePassSpec, *, kind: str,
+                 description: str) -> tuple[int, Evaluator]:
+    """The id and row of the evaluator named by ``spec.evaluator``, created (of ``kind``,
+    with ``description``) when there is none yet; the pass checks it is its judge, then
+    :func:`open_pass`."""
+    evaluator_id = upsert_evaluator(session=session, slug=spec.evaluator, kind=kind,
+                                    description=description)
+    evaluator = evaluator_by_id(session=session, evaluator_id=evaluator_id)
+    assert evaluator is not None
+    return evaluator_id, evaluator
+
+
+def open_pass(session: Session, evaluator: Evaluator, spec: JudgePassSpec, backend: Backend,
+              identity: dict[str, Any], **details: Any) -> None:
+    """Store the judge's ``identity`` in ``evaluator`` and open a pass record holding the
+    backend, the spec's filters, samples and seed, then ``details``; save it (in the caller's
+    transaction)."""
+    start_pass(evaluator, identity, {"backend": backend.describe(), "filters": spec.filters(),
+                                     "samples": spec.samples, "seed": spec.seed, **details})
+    save(session=session, rows=[evaluator])
 
 
 def start_pass(evaluator: Evaluator, identity: dict[str, Any], details: dict[str, Any]) -> None:

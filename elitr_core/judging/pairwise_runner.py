@@ -13,19 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db import keyed
-from db.evaluators import evaluator_by_id, upsert_evaluator
 from db.models import PairwiseJudgment, utcnow
 from db.pairwise import upsert_pairwise
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation, Message
 from elitr_core.errors import UserError
-from elitr_core.judging.judge_pass import JudgePassReport, PassRecord, start_pass
+from elitr_core.judging.judge_pass import JudgePassReport, PassRecord, evaluator_of, open_pass
 from elitr_core.judging.pairs import PairItem, PairwiseSpec, collect_pair_items
 from elitr_core.judging.pairwise_parser import parse_alignment, parse_battle, parse_key_facts
 from elitr_core.passes.lifecycle import ResumablePass
@@ -72,11 +71,9 @@ def pairwise_identity(spec: PairwiseSpec) -> dict[str, Any]:
 def prepare_pairwise_evaluator(session: Session, spec: PairwiseSpec, backend: Backend) -> int:
     """Create the evaluator or check it is this judge; start a pass record; return its id."""
     identity = pairwise_identity(spec)
-    evaluator_id = upsert_evaluator(
-        session=session, slug=spec.evaluator, kind="pairwise",
+    evaluator_id, evaluator = evaluator_of(
+        session, spec, kind="pairwise",
         description=f"pairwise judge {spec.judge_model}, {spec.style} prompt")
-    evaluator = evaluator_by_id(session=session, evaluator_id=evaluator_id)
-    assert evaluator is not None
     config = dict(evaluator.config)
     if evaluator.kind != "pairwise":
         raise UserError(f"evaluator {spec.evaluator!r} holds absolute scores: choose another "
@@ -88,15 +85,58 @@ def prepare_pairwise_evaluator(session: Session, spec: PairwiseSpec, backend: Ba
             raise UserError(f"evaluator {spec.evaluator!r} is another pairwise judge ("
                             f"{', '.join(f'{k} {config.get(k)!r}' for k in changed)}): choose "
                             "another --evaluator slug")
-    start_pass(evaluator, identity, {"backend": backend.describe(), "filters": spec.filters(),
-                                     "samples": spec.samples, "seed": spec.seed})
-    keyed.save(session=session, rows=[evaluator])
+    open_pass(session, evaluator, spec, backend, identity)
     return evaluator_id
 
 
-Store = Callable[[PairItem, dict[str, Any]], None]
-Ask = Callable[[Sequence[PairItem], Callable[[PairItem], list[Message]],
-                Callable[[PairItem, Completion], None]], None]
+Handle = Callable[[PairItem, Completion], None]
+"""What a step does with the judge's answer to an item: ``handle(item, completion)``."""
+
+
+@dataclass(frozen=True)
+class PairwiseJudgments:
+    """One pairwise pass's way to its judge and back: :meth:`ask` puts a step's items to the
+    backend, counting the judge calls; :meth:`put` stores a step's result and :meth:`final`
+    a finished judgment, through the pass's store step (``passes/store.py``)."""
+
+    lifecycle: ResumablePass
+    backend: Backend
+    report: PairwiseReport
+    evaluator_id: int
+    max_new_tokens: int
+
+    def ask(self, batch: Sequence[PairItem], messages: Callable[[PairItem], list[Message]],
+            handle: Handle) -> None:
+        """Ask the judge ``messages(item)`` for every item; ``handle`` each answer."""
+        self.lifecycle.ask(
+            self.backend, batch, lambda i: Conversation.single(messages(i)),
+            lambda i: replace(JUDGE_DECODING, seed=i.seed, max_new_tokens=self.max_new_tokens),
+            partial(self._answered, handle))
+
+    def _answered(self, handle: Handle, item: PairItem, _turn: int,
+                  completion: Completion) -> None:
+        self.report.calls += 1
+        handle(item, completion)
+
+    def put(self, item: PairItem, values: dict[str, Any], *, finished: bool = False) -> None:
+        """Store a judgment: a step's result, or (``finished``) one no further step of this
+        pass revisits; CREAM stores a judgment twice (key facts, then alignment)."""
+        self.lifecycle.store.put({
+            "evaluator_id": self.evaluator_id, "response_a_id": item.response_a_id,
+            "response_b_id": item.response_b_id, "order": item.order, "sample": item.sample,
+            "verdict": None, "completeness_a": None, "completeness_b": None,
+            "conciseness_a": None, "conciseness_b": None, "key_facts": None, "support": None,
+            "raw": None, "raw_facts": None, "reason": None, **values,
+            "created_at": utcnow(), "updated_at": utcnow()}, finished=finished)
+
+    def final(self, item: PairItem, values: dict[str, Any]) -> None:
+        """Count and store a finished judgment."""
+        self.report.judged(values.get("status") == "ok")
+        self.put(item, values, finished=True)
+
+    def battle(self, item: PairItem, completion: Completion) -> None:
+        """A battle's answer: read, then stored finished."""
+        self.final(item, _battle(item, completion))
 
 
 def _battle(item: PairItem, completion: Completion) -> dict[str, Any]:
@@ -127,30 +167,29 @@ def _alignment(item: PairItem, facts: tuple[str, ...], raw_facts: str | None,
                         for side, key in (("a", side_a), ("b", side_b))}}
 
 
-def _cream(items: list[PairItem], spec: PairwiseSpec, ask: Ask, step: Store,
-           final: Store) -> None:
-    """Step 1 for items without key facts, then step 2 for every item that has them
-    (``step`` stores the key facts read, ``final`` a finished judgment)."""
+def _cream(items: list[PairItem], max_key_facts: int, judge: PairwiseJudgments) -> None:
+    """Step 1 for items without key facts, then step 2 for every item that has them (the key
+    facts read are stored at once, unfinished; an item's alignment finishes it)."""
     ready: list[tuple[PairItem, tuple[str, ...], str | None]] = [
         (i, i.key_facts, i.raw_facts) for i in items if i.key_facts]
 
     def on_facts(item: PairItem, completion: Completion) -> None:
-        result = parse_key_facts(completion.text, spec.max_key_facts)
+        result = parse_key_facts(completion.text, max_key_facts)
         if result.facts is None:
-            final(item, {"status": "unparsed", "reason": f"key facts: {result.reason}",
-                         "raw_facts": completion.text})
+            judge.final(item, {"status": "unparsed", "reason": f"key facts: {result.reason}",
+                               "raw_facts": completion.text})
             return
-        step(item, {"status": "unparsed", "reason": "alignment not asked yet",
-                    "key_facts": list(result.facts), "raw_facts": completion.text})
+        judge.put(item, {"status": "unparsed", "reason": "alignment not asked yet",
+                         "key_facts": list(result.facts), "raw_facts": completion.text})
         ready.append((item, result.facts, completion.text))
 
-    ask([i for i in items if not i.key_facts],
-        lambda i: key_facts_messages(i.question, *i.shown, max_key_facts=spec.max_key_facts),
-        on_facts)
+    judge.ask([i for i in items if not i.key_facts],
+              lambda i: key_facts_messages(i.question, *i.shown, max_key_facts=max_key_facts),
+              on_facts)
     facts_of = {id(i): (f, raw) for i, f, raw in ready}
-    ask([i for i, _, _ in ready],
-        lambda i: alignment_messages(i.question, facts_of[id(i)][0], *i.shown),
-        lambda i, c: final(i, _alignment(i, *facts_of[id(i)], c)))
+    judge.ask([i for i, _, _ in ready],
+              lambda i: alignment_messages(i.question, facts_of[id(i)][0], *i.shown),
+              lambda i, c: judge.final(i, _alignment(i, *facts_of[id(i)], c)))
 
 
 def pairwise_judge_run(engine: Engine, spec: PairwiseSpec, backend: Backend, *,
@@ -170,38 +209,11 @@ def pairwise_judge_run(engine: Engine, spec: PairwiseSpec, backend: Backend, *,
     lifecycle = ResumablePass(engine, report, sink, record.end, Storing(
         PairwiseJudgment, upsert_pairwise, name="pairwise-writer", after_batch=record.batch,
         key=("response_a_id", "response_b_id", "order", "sample")))
-
-    def store(item: PairItem, values: dict[str, Any], *, finished: bool = False) -> None:
-        """Store a judgment: a step's result, or (``finished``) one no further step of this
-        pass revisits; CREAM stores a judgment twice (key facts, then alignment)."""
-        lifecycle.store.put({
-            "evaluator_id": evaluator_id, "response_a_id": item.response_a_id,
-            "response_b_id": item.response_b_id, "order": item.order, "sample": item.sample,
-            "verdict": None, "completeness_a": None, "completeness_b": None,
-            "conciseness_a": None, "conciseness_b": None, "key_facts": None, "support": None,
-            "raw": None, "raw_facts": None, "reason": None, **values,
-            "created_at": utcnow(), "updated_at": utcnow()}, finished=finished)
-
-    def ask(batch: Sequence[PairItem], messages: Callable[[PairItem], list[Message]],
-            handle: Callable[[PairItem, Completion], None]) -> None:
-        def answered(item: PairItem, _: int, completion: Completion) -> None:
-            report.calls += 1
-            handle(item, completion)
-
-        lifecycle.ask(
-            backend, batch, lambda i: Conversation.single(messages(i)),
-            lambda i: replace(JUDGE_DECODING, seed=i.seed, max_new_tokens=spec.max_new_tokens),
-            answered)
-
-    def final(item: PairItem, values: dict[str, Any]) -> None:
-        report.judged(values.get("status") == "ok")
-        store(item, values, finished=True)
-
+    judge = PairwiseJudgments(lifecycle, backend, report, evaluator_id, spec.max_new_tokens)
     with lifecycle.running(f"pairwise {spec.evaluator}"):
         if spec.style == "battle":
-            ask(items, lambda i: battle_messages(i.question, i.reference, *i.shown),
-                lambda i, c: final(i, _battle(i, c)))
+            judge.ask(items, lambda i: battle_messages(i.question, i.reference, *i.shown),
+                      judge.battle)
         else:
-            _cream(items, spec, ask, store, final)
+            _cream(items, spec.max_key_facts, judge)
     return report
-

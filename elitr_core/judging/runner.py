@@ -20,16 +20,20 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import benchmark as bq
-from db import keyed
 from db import responses as pq
-from db.evaluators import evaluator_by_id, upsert_evaluator
 from db.models import NO_SEED, Score, utcnow
 from db.scores import has_scores, score_states, upsert_judgments
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
 from elitr_core.data.summaries import SUMMARY_TYPE
 from elitr_core.errors import UserError
-from elitr_core.judging.judge_pass import JudgePassReport, JudgePassSpec, PassRecord, start_pass
+from elitr_core.judging.judge_pass import (
+    JudgePassReport,
+    JudgePassSpec,
+    PassRecord,
+    evaluator_of,
+    open_pass,
+)
 from elitr_core.judging.parser import parse_judgment
 from elitr_core.passes.lifecycle import ResumablePass
 from elitr_core.passes.records import (
@@ -37,7 +41,7 @@ from elitr_core.passes.records import (
     NullProgress,
     Progress,
 )
-from elitr_core.passes.store import Storing
+from elitr_core.passes.store import Store, Storing
 from elitr_core.prompts.assembly import (
     JUDGE_DECODING,
     judge_messages,
@@ -93,11 +97,9 @@ def prepare_evaluator(session: Session, spec: JudgeSpec, backend: Backend) -> in
     identity = judge_identity(spec)
     top = JUDGE_SCALES[spec.style]
     scale = f"1..{top}" + (f" x{10 // top}" if top != 10 else "")  # "1..10", "1..5 x2"
-    evaluator_id = upsert_evaluator(
-        session=session, slug=spec.evaluator, kind="llm",
+    evaluator_id, evaluator = evaluator_of(
+        session, spec, kind="llm",
         description=f"LLM judge {spec.judge_model}, {spec.style} prompt ({scale})")
-    evaluator = evaluator_by_id(session=session, evaluator_id=evaluator_id)
-    assert evaluator is not None
     config = dict(evaluator.config)
     if config.get("kind") != "judge":
         if evaluator.kind != "llm" or has_scores(session=session, evaluator_id=evaluator_id):
@@ -111,10 +113,7 @@ def prepare_evaluator(session: Session, spec: JudgeSpec, backend: Backend) -> in
                 f"with the {config.get('style')!r} prompt: choose another --evaluator slug")
     decoding = replace(JUDGE_DECODING, max_new_tokens=spec.max_new_tokens).to_dict()
     decoding.pop("seed")
-    start_pass(evaluator, identity, {"backend": backend.describe(), "filters": spec.filters(),
-                                     "samples": spec.samples, "seed": spec.seed,
-                                     "decoding": decoding})
-    keyed.save(session=session, rows=[evaluator])
+    open_pass(session, evaluator, spec, backend, identity, decoding=decoding)
     return evaluator_id
 
 
@@ -165,23 +164,35 @@ def judge_run(engine: Engine, spec: JudgeSpec, backend: Backend, *,
     lifecycle = ResumablePass(engine, report, sink, record.end, Storing(
         Score, upsert_judgments, key=("response_id", "sample"), name="judge-writer",
         after_batch=record.batch))
-
-    def store(item: JudgeItem, _: int, completion: Completion) -> None:
-        result = parse_judgment(completion.text, spec.style)  # the output as generated
-        report.judged(result.ok)
-        lifecycle.store.put({  # the output and the reason quoting it, by the policy
-            "response_id": item.response_id, "evaluator_id": evaluator_id,
-            "annotator_id": None, "annotator_key": 0, "sample": item.sample,
-            "value": result.score, "status": "ok" if result.ok else "unparsed",
-            "reason": result.reason, "raw": completion.text, "created_at": utcnow(),
-            "updated_at": utcnow()})
-
+    judgments = Judgments(lifecycle.store, report, evaluator_id, spec.style)
     with lifecycle.running(f"judge {spec.evaluator}"):
         lifecycle.ask(
             backend, items,
             lambda i: Conversation.single(
                 judge_messages(i.question, i.response, i.reference, style=spec.style)),
             lambda i: replace(JUDGE_DECODING, seed=i.seed, max_new_tokens=spec.max_new_tokens),
-            store)
+            judgments.put)
     return report
 
+
+@dataclass(frozen=True)
+class Judgments:
+    """Where a judge pass's outputs go: :meth:`put` reads an output with the pass's prompt
+    ``style``, counts it in the report and hands its ``Score`` row to the pass's store step
+    (``passes/store.py``)."""
+
+    store: Store
+    report: JudgeReport
+    evaluator_id: int
+    style: str
+
+    def put(self, item: JudgeItem, _turn: int, completion: Completion) -> None:
+        """Store the judge's ``completion`` for ``item`` (the backend's answer callback)."""
+        result = parse_judgment(completion.text, self.style)  # the output as generated
+        self.report.judged(result.ok)
+        self.store.put({  # the output and the reason quoting it, by the policy
+            "response_id": item.response_id, "evaluator_id": self.evaluator_id,
+            "annotator_id": None, "annotator_key": 0, "sample": item.sample,
+            "value": result.score, "status": "ok" if result.ok else "unparsed",
+            "reason": result.reason, "raw": completion.text, "created_at": utcnow(),
+            "updated_at": utcnow()})

@@ -284,12 +284,34 @@ def conversations(plan: dict[str, Any], work: Sequence[MeetingWork], settings: I
             for index, group in enumerate(plan["groups"])]
 
 
+@dataclass(frozen=True)
+class InterleavedTurns:
+    """An interleaved conversation as asked (its first turns may be stored answers): an
+    answer's ``span`` is measured as it arrives, from the tokens of the answers before it
+    (``answer_tokens``, counted by ``count``), and stored with ``span_target``."""
+
+    plan: Interleaved
+    conversation: Conversation
+    answer_tokens: list[int]
+    count: Counter
+    span_target: int
+
+    def answered(self, turn: int,
+                 completion: Completion) -> tuple[QuestionItem, dict[str, Any]]:
+        """The question ``turn`` answers and its meta; the answer joins the span's count."""
+        span = self.plan.span(turn, self.answer_tokens)
+        self.answer_tokens.append(self.count(completion.text))
+        return (self.plan.questions[turn],
+                {"turn": turn, "span": span, "span_target": self.span_target})
+
+
 def ask_interleaved(settings: Interleaving, decoding: DecodingConfig, lifecycle: ResumablePass,
                     backend: Backend, asked: Sequence[Interleaved], done: dict[int, str],
-                    write: Callable[[QuestionItem, Completion, dict[str, Any]], None]) -> None:
+                    store: Callable[[InterleavedTurns, int, Completion], None]) -> None:
     """Ask every conversation from its first unanswered question (the stored answers join its
-    history, as in Conv-mt); each answer is stored with its turn and its measured ``span``
-    (and ``span_target``). The fixed history (fillers included) is never asked or stored."""
+    history, as in Conv-mt); ``store(item, turn, completion)`` each answer, which
+    :meth:`InterleavedTurns.answered` gives its turn and its measured ``span`` (and
+    ``span_target``). The fixed history (fillers included) is never asked or stored."""
     todo = []
     for conversation in asked:
         previous: list[str] = []
@@ -298,15 +320,10 @@ def ask_interleaved(settings: Interleaving, decoding: DecodingConfig, lifecycle:
                 break
             previous.append(done[q.question_id])
         if len(previous) < len(conversation.questions):
-            todo.append((conversation, [backend.count_tokens(a) for a in previous], Conversation(
-                conversation.history, conversation.turns, previous, cache_key=conversation.key)))
+            todo.append(InterleavedTurns(
+                conversation, Conversation(conversation.history, conversation.turns, previous,
+                                           cache_key=conversation.key),
+                [backend.count_tokens(a) for a in previous], backend.count_tokens,
+                settings.span))
 
-    def store(item: tuple[Interleaved, list[int], Conversation], turn: int,
-              completion: Completion) -> None:
-        conversation, answer_tokens, _ = item
-        span = conversation.span(turn, answer_tokens)
-        answer_tokens.append(backend.count_tokens(completion.text))
-        write(conversation.questions[turn], completion,
-              {"turn": turn, "span": span, "span_target": settings.span})
-
-    lifecycle.ask(backend, todo, lambda item: item[2], lambda _: decoding, store)
+    lifecycle.ask(backend, todo, lambda item: item.conversation, lambda _: decoding, store)

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -75,6 +75,43 @@ IDENTITY_KEYS: tuple[str, ...] = (
 )
 
 
+class Asked(Protocol):
+    """A conversation a run asks (a question alone, a meeting's questions, an interleaved
+    group's): which question a turn's answer is to, with what in its meta."""
+
+    @property
+    def conversation(self) -> Conversation: ...
+
+    def answered(self, turn: int,
+                 completion: Completion) -> tuple[QuestionItem, dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class SingleTurn:
+    """One question asked alone, with its context's retrieval details (kept in its meta)."""
+
+    question: QuestionItem
+    conversation: Conversation
+    retrieval: dict[str, Any]
+
+    def answered(self, turn: int,
+                 completion: Completion) -> tuple[QuestionItem, dict[str, Any]]:
+        return self.question, self.retrieval
+
+
+@dataclass(frozen=True)
+class MultiTurn:
+    """A meeting's conversation: turn ``t`` answers its question ``t`` (a resumed one starts
+    after its stored answers)."""
+
+    questions: Sequence[QuestionItem]
+    conversation: Conversation
+
+    def answered(self, turn: int,
+                 completion: Completion) -> tuple[QuestionItem, dict[str, Any]]:
+        return self.questions[turn], {"turn": turn}
+
+
 @dataclass(frozen=True)
 class RunAnswers:
     """Where a run's answers go: :meth:`put` makes an answer's ``Response`` row and hands it
@@ -92,6 +129,11 @@ class RunAnswers:
             "run_id": self.run_id, "question_id": question.question_id,
             "text": completion.text, "meta": completion_meta(completion, **extra),
             "created_at": utcnow()}, original=completion.text)
+
+    def put_turn(self, asked: Asked, turn: int, completion: Completion) -> None:
+        """Store the answer to ``asked``'s ``turn`` (the pass's callback for each answer)."""
+        question, extra = asked.answered(turn, completion)
+        self.put(question, completion, extra)
 
 
 @dataclass
@@ -206,7 +248,7 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
     with lifecycle.running(report.label):
         if spec.interleave is not None:
             ask_interleaved(spec.interleave, spec.decoding, lifecycle, backend, interleaved,
-                            done, answers.put)
+                            done, answers.put_turn)
         elif spec.mode == "st":
             _single_turn(spec, lifecycle, backend, work, done, answers)
         else:
@@ -218,25 +260,25 @@ def _single_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backen
                  work: Sequence[MeetingWork], done: dict[int, str], answers: RunAnswers) -> None:
     """Every meeting's unanswered questions go to the backend at once, each meeting's
     questions sharing its transcript (``cache_key``)."""
-    todo = [(meeting, q, question_context(meeting.transcript, q.text, spec.context_policy()))
-            for meeting in work for q in meeting.questions if q.question_id not in done]
-
-    def conversation(item: tuple[MeetingWork, QuestionItem, Any]) -> Conversation:
-        meeting, q, (text, _) = item
-        return Conversation.single(single_turn_messages(
-            text, q.text, system_prompt=spec.system_prompt, qa_markers=spec.qa_markers,
-            length_words=q.length_words), cache_key=meeting.meeting)
-
-    lifecycle.ask(backend, todo, conversation, lambda _: spec.decoding,
-                  lambda item, _, completion: answers.put(item[1], completion, item[2][1]))
+    todo = []
+    for meeting in work:
+        for q in meeting.questions:
+            if q.question_id in done:
+                continue
+            text, retrieval = question_context(meeting.transcript, q.text,
+                                               spec.context_policy())
+            todo.append(SingleTurn(q, Conversation.single(single_turn_messages(
+                text, q.text, system_prompt=spec.system_prompt, qa_markers=spec.qa_markers,
+                length_words=q.length_words), cache_key=meeting.meeting), retrieval))
+    lifecycle.ask(backend, todo, _conversation, lambda _: spec.decoding, answers.put_turn)
     logger.info("%d answer(s) stored over %d meeting(s)", len(todo),
-                len({meeting.meeting for meeting, _, _ in todo}))
+                len({item.conversation.cache_key for item in todo}))
 
 
 def _multi_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend,
                 work: Sequence[MeetingWork], done: dict[int, str], answers: RunAnswers) -> None:
     """One conversation per meeting, resumed after its stored answers."""
-    conversations = []
+    todo = []
     for meeting in work:
         history, turns = multi_turn_plan(
             meeting.transcript, [q.text for q in meeting.questions],
@@ -248,10 +290,13 @@ def _multi_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend
                 break
             previous.append(done[q.question_id])
         if len(previous) < len(meeting.questions):
-            conversations.append((meeting, Conversation(history, turns, previous,
-                                                        cache_key=meeting.meeting)))
-    lifecycle.ask(backend, conversations, lambda item: item[1], lambda _: spec.decoding,
-                  lambda item, turn, c: answers.put(item[0].questions[turn], c, {"turn": turn}))
+            todo.append(MultiTurn(meeting.questions, Conversation(history, turns, previous,
+                                                                  cache_key=meeting.meeting)))
+    lifecycle.ask(backend, todo, _conversation, lambda _: spec.decoding, answers.put_turn)
+
+
+def _conversation(asked: Asked) -> Conversation:
+    return asked.conversation
 
 
 def _interleaved(engine: Engine, run_id: int, spec: GenerationSpec, backend: Backend,

@@ -12,7 +12,7 @@ between the two steps resumes at the alignment step.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -167,29 +167,47 @@ def _alignment(item: PairItem, facts: tuple[str, ...], raw_facts: str | None,
                         for side, key in (("a", side_a), ("b", side_b))}}
 
 
-def _cream(items: list[PairItem], max_key_facts: int, judge: PairwiseJudgments) -> None:
-    """Step 1 for items without key facts, then step 2 for every item that has them (the key
-    facts read are stored at once, unfinished; an item's alignment finishes it)."""
-    ready: list[tuple[PairItem, tuple[str, ...], str | None]] = [
-        (i, i.key_facts, i.raw_facts) for i in items if i.key_facts]
+@dataclass
+class _Cream:
+    """CREAM's two steps: key facts (step 1) for the items without them, then the alignment
+    (step 2) for every item that has them. Key facts read are stored at once, unfinished (a
+    pass stopped between the steps resumes at the alignment); unreadable key facts or an
+    alignment finish the judgment."""
 
-    def on_facts(item: PairItem, completion: Completion) -> None:
-        result = parse_key_facts(completion.text, max_key_facts)
+    judge: PairwiseJudgments
+    max_key_facts: int
+    #: id(item) -> (item, its key facts, the judge's output that gave them), in asking order
+    ready: dict[int, tuple[PairItem, tuple[str, ...], str | None]] = field(
+        default_factory=dict)
+
+    def run(self, items: list[PairItem]) -> None:
+        self.ready.update((id(i), (i, i.key_facts, i.raw_facts)) for i in items if i.key_facts)
+        self.judge.ask([i for i in items if not i.key_facts], self._facts_messages,
+                       self.facts_read)
+        self.judge.ask([i for i, _, _ in self.ready.values()], self._alignment_messages,
+                       self.aligned)
+
+    def _facts_messages(self, item: PairItem) -> list[Message]:
+        return key_facts_messages(item.question, *item.shown, max_key_facts=self.max_key_facts)
+
+    def facts_read(self, item: PairItem, completion: Completion) -> None:
+        """Step 1's answer: unreadable, the judgment ends; else its facts are stored."""
+        result = parse_key_facts(completion.text, self.max_key_facts)
         if result.facts is None:
-            judge.final(item, {"status": "unparsed", "reason": f"key facts: {result.reason}",
-                               "raw_facts": completion.text})
+            self.judge.final(item, {"status": "unparsed", "reason": f"key facts: {result.reason}",
+                                    "raw_facts": completion.text})
             return
-        judge.put(item, {"status": "unparsed", "reason": "alignment not asked yet",
-                         "key_facts": list(result.facts), "raw_facts": completion.text})
-        ready.append((item, result.facts, completion.text))
+        self.judge.put(item, {"status": "unparsed", "reason": "alignment not asked yet",
+                              "key_facts": list(result.facts), "raw_facts": completion.text})
+        self.ready[id(item)] = (item, result.facts, completion.text)
 
-    judge.ask([i for i in items if not i.key_facts],
-              lambda i: key_facts_messages(i.question, *i.shown, max_key_facts=max_key_facts),
-              on_facts)
-    facts_of = {id(i): (f, raw) for i, f, raw in ready}
-    judge.ask([i for i, _, _ in ready],
-              lambda i: alignment_messages(i.question, facts_of[id(i)][0], *i.shown),
-              lambda i, c: judge.final(i, _alignment(i, *facts_of[id(i)], c)))
+    def _alignment_messages(self, item: PairItem) -> list[Message]:
+        return alignment_messages(item.question, self.ready[id(item)][1], *item.shown)
+
+    def aligned(self, item: PairItem, completion: Completion) -> None:
+        """Step 2's answer: read, then stored finished."""
+        _, facts, raw_facts = self.ready[id(item)]
+        self.judge.final(item, _alignment(item, facts, raw_facts, completion))
 
 
 def pairwise_judge_run(engine: Engine, spec: PairwiseSpec, backend: Backend, *,
@@ -215,5 +233,5 @@ def pairwise_judge_run(engine: Engine, spec: PairwiseSpec, backend: Backend, *,
             judge.ask(items, lambda i: battle_messages(i.question, i.reference, *i.shown),
                       judge.battle)
         else:
-            _cream(items, spec.max_key_facts, judge)
+            _Cream(judge, spec.max_key_facts).run(items)
     return report

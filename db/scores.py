@@ -29,10 +29,22 @@ from db.responses import response_key_columns
 from db.runs import ScoreFilter, filter_runs, run_label
 
 
+def _of_what(stmt: Any) -> Any:
+    """``stmt`` (a SELECT over scores) joined to what each score is of: its response, run,
+    question, meeting and evaluator (one chain for the long rows, judge outputs and unparsed
+    outputs)."""
+    return (stmt
+            .join(Response, col(Response.id) == col(Score.response_id))
+            .join(Run, col(Run.id) == col(Response.run_id))
+            .join(Question, col(Question.id) == col(Response.question_id))
+            .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
+            .join(Evaluator, col(Evaluator.id) == col(Score.evaluator_id)))
+
+
 def score_statement(flt: ScoreFilter) -> Any:
     """The SELECT behind :func:`score_rows` and :func:`score_records` (stable order)."""
     stmt: Any = (
-        sa_select(
+        _of_what(sa_select(
             *response_key_columns(),
             col(Question.question_type),
             col(Question.answer_position),
@@ -43,12 +55,7 @@ def score_statement(flt: ScoreFilter) -> Any:
             col(Score.reason),
             col(Score.status),
             col(Score.id).label("score_id"),
-        )
-        .join(Response, col(Response.id) == col(Score.response_id))
-        .join(Run, col(Run.id) == col(Response.run_id))
-        .join(Question, col(Question.id) == col(Response.question_id))
-        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
-        .join(Evaluator, col(Evaluator.id) == col(Score.evaluator_id))
+        ))
         .outerjoin(Annotator, col(Annotator.id) == col(Score.annotator_id))
         .where(col(Score.status) == flt.status)
         .order_by(
@@ -155,17 +162,12 @@ def feedback_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
     whose raw output was stored (imported scores have none).
     """
     stmt: Any = (
-        sa_select(
+        _of_what(sa_select(
             *response_key_columns(),
             col(Evaluator.slug).label("evaluator"),
             col(Score.sample),
             col(Score.raw).label("feedback"),
-        )
-        .join(Response, col(Response.id) == col(Score.response_id))
-        .join(Run, col(Run.id) == col(Response.run_id))
-        .join(Question, col(Question.id) == col(Response.question_id))
-        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
-        .join(Evaluator, col(Evaluator.id) == col(Score.evaluator_id))
+        ))
         .where(col(Score.status) == flt.status, col(Score.raw).is_not(None))
         .order_by(col(Meeting.external_id), col(Question.number), col(Evaluator.slug),
                   col(Score.sample))
@@ -244,15 +246,11 @@ def unparsed_scores(*, session: Session, evaluator: str | None = None,
     mode, split, meeting, question, sample, reason, output; by evaluator, model, meeting,
     question, sample."""
     stmt: Any = (
-        sa_select(col(Evaluator.slug).label("evaluator"), col(Run.model), col(Run.setting),
-                  col(Run.mode), col(Run.split), col(Meeting.external_id).label("meeting"),
-                  col(Question.number).label("question"), col(Score.sample),
-                  col(Score.reason), col(Score.raw).label("output"))
-        .join(Evaluator, col(Evaluator.id) == col(Score.evaluator_id))
-        .join(Response, col(Response.id) == col(Score.response_id))
-        .join(Run, col(Run.id) == col(Response.run_id))
-        .join(Question, col(Question.id) == col(Response.question_id))
-        .join(Meeting, col(Meeting.id) == col(Question.meeting_id))
+        _of_what(sa_select(
+            col(Evaluator.slug).label("evaluator"), col(Run.model), col(Run.setting),
+            col(Run.mode), col(Run.split), col(Meeting.external_id).label("meeting"),
+            col(Question.number).label("question"), col(Score.sample), col(Score.reason),
+            col(Score.raw).label("output")))
         .where(col(Score.status) == "unparsed")
         .order_by(col(Evaluator.slug), col(Run.model), col(Meeting.external_id),
                   col(Question.number), col(Score.sample))

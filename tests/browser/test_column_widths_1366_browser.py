@@ -10,7 +10,6 @@ each text with the canvas's ``measureText`` in that font.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 
 from tests.browser.conftest import running_server, screenshot, wait_idle
 from tests.browser.test_battles_browser import open_battles
-from tests.browser.test_intervals_1366_browser import HEIGHT, WIDTH, choose
+from tests.browser.test_intervals_1366_browser import HEIGHT, WIDTH, choose, show_grids
 from tests.pages.test_battles import judge_all
 
 #: per visible grid: its columns (title, width drawn, the widest text and header measured in
@@ -75,10 +74,7 @@ def measured_grids(browser: object) -> list[dict[str, Any]]:
     """:data:`MEASURE` once every visible grid has been on screen (drawn) and the fonts are in."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    for grid in browser.find_elements("css selector", "[data-testid='stDataFrame']"):  # type: ignore[attr-defined]
-        if grid.is_displayed():
-            browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", grid)  # type: ignore[attr-defined]
-            time.sleep(0.3)
+    show_grids(browser, 0.3)
     WebDriverWait(browser, 30).until(lambda d: d.execute_script(  # type: ignore[attr-defined]
         "return document.fonts.status === 'loaded';"))
     grids: list[dict[str, Any]] = []

@@ -43,7 +43,8 @@ PAPER_MODELS = ("GPT-4", "Vicuna-13B-v1.5")
 SAMPLED = "gold-human:half"
 
 #: (page path, tab or None, choices: (widget label, value), texts the view shows when drawn)
-VIEWS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = (
+View = tuple[str, str | None, tuple[tuple[str, str], ...], tuple[str, ...]]
+VIEWS: tuple[View, ...] = (
     ("agreement", "Correlation between evaluators", (), ("95% percentile",)),
     ("agreement", "Intraclass correlation", (), ("Koo & Li",)),
     ("agreement", "Two evaluators", (), ("Bias of",)),
@@ -109,29 +110,53 @@ def choose(browser: object, label: str, value: str) -> None:
     wait_idle(browser)
 
 
-def interval_grids(browser: object) -> list[dict[str, object]]:
-    """The visible grids with an interval column, each with every column it holds (read with
-    the grid scrolled to its left end and to its right end) and those in view unscrolled."""
-    from selenium.webdriver.support.ui import WebDriverWait
+def open_view(browser: object, url: str, view: View,
+              wait_for_text: Callable[..., None]) -> None:
+    """Open ``view`` (page, tab or None, choices, texts) on the app at ``url`` and wait until
+    it has drawn its texts and gone idle."""
+    page, tab, choices, texts = view
+    browser.get(f"{url}/{page}")  # type: ignore[attr-defined]
+    wait_idle(browser)
+    for label, value in choices:
+        choose(browser, label, value)
+    if tab is not None:
+        click_tab(browser, tab)
+    wait_for_text(browser, *texts, timeout=120)
+    wait_idle(browser)
 
+
+def show_grids(browser: object, pause: float) -> None:
+    """Bring every visible grid on screen once (a grid draws its accessible table only when
+    it has been on screen), ``pause`` seconds each."""
     for grid in browser.find_elements("css selector", "[data-testid='stDataFrame']"):  # type: ignore[attr-defined]
-        if grid.is_displayed():  # a grid draws its accessible table once it is on screen
+        if grid.is_displayed():
             browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", grid)  # type: ignore[attr-defined]
-            time.sleep(0.2)
-    WebDriverWait(browser, 30).until(lambda d: all(
-        g["drawn"] for g in d.execute_script(GRIDS)))  # type: ignore[attr-defined]
+            time.sleep(pause)
+
+
+def read_grids(browser: object) -> list[dict[str, object]]:
+    """:data:`GRIDS` read with every grid scrolled to its left end, then to its right end;
+    each grid as at the left with ``columns``: every column it holds, in order."""
     time.sleep(0.5)
     left = browser.execute_script(GRIDS)  # type: ignore[attr-defined]
     browser.execute_script(SCROLL_RIGHT, True)  # type: ignore[attr-defined]
     time.sleep(0.5)
     right = browser.execute_script(GRIDS)  # type: ignore[attr-defined]
     browser.execute_script(SCROLL_RIGHT, False)  # type: ignore[attr-defined]
-    found = []
-    for start, end in zip(left, right, strict=True):
-        columns = list(dict.fromkeys([*start["titles"], *end["titles"]]))
-        if any(INTERVAL.search(c) for c in columns):
-            found.append({**start, "columns": columns})
-    return found
+    return [{**start, "columns": list(dict.fromkeys([*start["titles"], *end["titles"]]))}
+            for start, end in zip(left, right, strict=True)]
+
+
+def interval_grids(browser: object) -> list[dict[str, object]]:
+    """The visible grids with an interval column, each with every column it holds (read with
+    the grid scrolled to its left end and to its right end) and those in view unscrolled."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    show_grids(browser, 0.2)
+    WebDriverWait(browser, 30).until(lambda d: all(
+        g["drawn"] for g in d.execute_script(GRIDS)))  # type: ignore[attr-defined]
+    return [grid for grid in read_grids(browser)
+            if any(INTERVAL.search(c) for c in grid["columns"])]  # type: ignore[attr-defined]
 
 
 def cut_off(grid: dict[str, object]) -> list[str]:
@@ -151,15 +176,9 @@ def test_every_interval_table_fits_1366x768(busy_server: str, browser: object,
                                             wait_for_text: Callable[..., None]) -> None:
     browser.set_window_size(WIDTH, HEIGHT)  # type: ignore[attr-defined]
     problems, seen = [], []
-    for page, tab, choices, texts in VIEWS:
-        browser.get(f"{busy_server}/{page}")  # type: ignore[attr-defined]
-        wait_idle(browser)
-        for label, value in choices:
-            choose(browser, label, value)
-        if tab is not None:
-            click_tab(browser, tab)
-        wait_for_text(browser, *texts, timeout=120)
-        wait_idle(browser)
+    for view in VIEWS:
+        page, tab = view[:2]
+        open_view(browser, busy_server, view, wait_for_text)
         grids = interval_grids(browser)
         where = f"{page}/{tab or ''}"
         assert grids, f"{where}: no table with an interval"

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import running_server, screenshot, wait_idle
-from tests.browser.test_analysis_browser import click_tab
+from tests.browser.conftest import running_server, screenshot
 from tests.browser.test_intervals_1366_browser import (
-    GRIDS,
     HEIGHT,
-    SCROLL_RIGHT,
     WIDTH,
-    choose,
     cut_off,
+    open_view,
+    read_grids,
+    show_grids,
 )
 from tests.browser.test_studies_browser import study_db  # noqa: F401 (a fixture)
 
@@ -40,35 +39,17 @@ def study_server(study_db: str, tmp_path: Path) -> Iterator[str]:  # noqa: F811
 
 def grids(browser: object) -> list[dict[str, object]]:
     """Every visible grid with the columns it holds, scrolled left and right."""
-    import time
-
-    for grid in browser.find_elements("css selector", "[data-testid='stDataFrame']"):  # type: ignore[attr-defined]
-        if grid.is_displayed():
-            browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", grid)  # type: ignore[attr-defined]
-            time.sleep(0.3)
-    time.sleep(0.5)
-    left = browser.execute_script(GRIDS)  # type: ignore[attr-defined]
-    browser.execute_script(SCROLL_RIGHT, True)  # type: ignore[attr-defined]
-    time.sleep(0.5)
-    right = browser.execute_script(GRIDS)  # type: ignore[attr-defined]
-    browser.execute_script(SCROLL_RIGHT, False)  # type: ignore[attr-defined]
-    return [{**start, "columns": list(dict.fromkeys([*start["titles"], *end["titles"]]))}
-            for start, end in zip(left, right, strict=True) if start["drawn"]]
+    show_grids(browser, 0.3)
+    return [grid for grid in read_grids(browser) if grid["drawn"]]
 
 
 def test_the_tables_that_were_cut_fit_1366x768(study_server: str, browser: object,
                                                wait_for_text: Callable[..., None]) -> None:
     browser.set_window_size(WIDTH, HEIGHT)  # type: ignore[attr-defined]
     problems, seen = [], []
-    for page, tab, choices, texts in VIEWS:
-        browser.get(f"{study_server}/{page}")  # type: ignore[attr-defined]
-        wait_idle(browser)
-        for label, value in choices:
-            choose(browser, label, value)
-        if tab is not None:
-            click_tab(browser, tab)
-        wait_for_text(browser, *texts, timeout=120)
-        wait_idle(browser)
+    for view in VIEWS:
+        page, tab = view[:2]
+        open_view(browser, study_server, view, wait_for_text)
         found = grids(browser)
         assert found, f"{page}: no table drawn"
         for number, grid in enumerate(found):

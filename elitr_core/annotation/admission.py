@@ -8,12 +8,16 @@ arrival; their answers so far are kept with status ``lapsed`` and shown in the s
 tables, and one who never answered leaves nothing behind. ``join_limit`` new participants per
 client address within ``join_window_minutes`` (the address the server saw, behind
 ``ELITR_TRUSTED_PROXIES`` the one the proxy reports): a Prolific id is cheap to invent, an
-address is not.
+address is not. An IPv6 client counts by its /64 (one subscriber's network: a host picks any
+address in it at will), an IPv4-mapped address (``::ffff:203.0.113.9``) as its IPv4 form
+(:func:`join_key`). Only an answer renews a lease (``db.queue``'s submit); entering the link
+again does not, so a tab left open cannot hold a seat for ever.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
 import random
 from datetime import datetime, timedelta
@@ -69,6 +73,31 @@ def idle_before(study: Study, now: datetime | None = None) -> datetime | None:
     return (now or utcnow()) - timedelta(minutes=study.lease_minutes)
 
 
+#: the IPv6 prefix one client counts as: RFC 6177 / RIPE-690 give a subscriber a /64 or more
+IPV6_CLIENT_PREFIX = 64
+
+
+def join_key(client: str) -> str:
+    """What the join limit counts ``client`` as: an IPv4 address as written, the IPv4 form of
+    an IPv4-mapped IPv6 address, the /64 network of any other IPv6 address; a value that is
+    no address (``localhost``) as written.
+
+    Examples
+    --------
+    >>> join_key("2001:db8:0:1:aaaa::7"), join_key("::ffff:203.0.113.9")
+    ('2001:db8:0:1::/64', '203.0.113.9')
+    """
+    try:
+        address = ipaddress.ip_address(client.strip().strip("[]").split("%")[0])
+    except ValueError:
+        return client
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, IPV6_CLIENT_PREFIX), strict=False))
+    return str(address)
+
+
 def check_join_limit(session: Session, study: Study, client: str) -> None:
     """Refuse a new participant from ``client`` once the study's limit for that address is
     reached within its window. Arrivals from one address queue on a lock of that address
@@ -76,6 +105,7 @@ def check_join_limit(session: Session, study: Study, client: str) -> None:
     if not study.join_limit or not client:
         return
     assert study.id is not None
+    client = join_key(client)
     aq.lock_key(session=session, namespace=aq.ADDRESS_LOCK, text=f"{study.id}:{client}")
     since = utcnow() - timedelta(minutes=study.join_window_minutes)
     if aq.joins_since(session=session, study_id=study.id, client=client,
@@ -125,7 +155,7 @@ def claim_unit(session: Session, study: Study, annotator_id: int, *,
             sq.store_aggregates(session=session, evaluator_id=study.evaluator_id,
                                 response_ids=marked)
     if client:
-        aq.add_join(session=session, study_id=study.id, client=client)
+        aq.add_join(session=session, study_id=study.id, client=join_key(client))
     start = q.next_position(session=session, study_id=study.id, annotator_id=annotator_id)
     items = q.unit_items(session=session, study_id=study.id, unit=unit)
     q.add_assignments(session=session, rows=[

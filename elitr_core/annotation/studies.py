@@ -28,7 +28,7 @@ from db.evaluators import (
     evaluator_slug,
     upsert_evaluator,
 )
-from db.models import Participation, Study, utcnow
+from db.models import Participation, Study
 from db.transaction import queued_writing, reading, writing
 from elitr_core.annotation.admission import check_join_limit, claim_unit
 from elitr_core.annotation.admission import order_seed as order_seed  # re-exported
@@ -138,15 +138,13 @@ def _study_for_token(session: Session, annotator_id: int, pool_slug: str) -> str
 
 
 def _check_participation(parts: list[Participation], study: Study) -> None:
-    """Refuse a participant whose every task was excluded or lapsed; touch the others (an
-    entry is activity: it renews the lease)."""
+    """Refuse a participant whose every task was excluded or lapsed. Entering renews no
+    lease: only an answer does (``db.queue``), else a tab re-opening the link every few
+    minutes would hold a seat for ever without scoring."""
     if parts and all(p.status in ("excluded", "lapsed") for p in parts):
         if any(p.status == "lapsed" for p in parts):
             raise AccessDenied(LAPSED.format(study.name))
         raise AccessDenied(f"This link is no longer valid for study {study.name}.")
-    for part in parts:
-        if part.status == "active":
-            part.last_seen_at = utcnow()
 
 
 LAPSED = ("Your time for this task in study {} ran out and the task went to another "

@@ -1,0 +1,103 @@
+"""Admission (elitr_core/annotation/admission.py) on both databases: only an answer renews a
+lease, and the join limit counts an IPv6 /64 as one client and an IPv4-mapped address as its
+IPv4 form (issue 41, item 3)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from db.models import Annotator, Participation, utcnow
+from db.transaction import reading, writing
+from elitr_core.annotation.admission import join_key
+from elitr_core.annotation.auth import AccessDenied
+from elitr_core.annotation.studies import StudySpec, create_study, join_prolific, submit
+from elitr_core.data.database import open_database
+from tests.elitr_core.annotation_data import MEETINGS, build
+
+STUDY, SESSION = "b" * 24, "c" * 24
+FULL = "has enough annotators"
+LIMIT = "as many participants from your network address"
+
+
+@pytest.fixture
+def url(db_url: str) -> str:
+    build(db_url, questions=2, meetings=MEETINGS[:1])
+    with writing(open_database(db_url)) as session:
+        # one seat (one meeting, one annotator per item), a 30-minute lease, no join limit
+        create_study(session, StudySpec(name="leased", per_item=1, lease_minutes=30,
+                                        join_limit=0))
+        create_study(session, StudySpec(name="limited", per_item=20, join_limit=2))
+    return db_url
+
+
+def _idle(url: str, minutes: int) -> None:
+    """Every participation last seen ``minutes`` ago (as if that much time had passed)."""
+    with writing(open_database(url)) as session:
+        session.execute(update(Participation).values(
+            last_seen_at=utcnow() - timedelta(minutes=minutes)))
+
+
+def _status(url: str, pid: str) -> str | None:
+    with reading(open_database(url)) as session:
+        return session.execute(select(Participation.status).join(Annotator).where(
+            Annotator.external_id == pid)).scalar_one_or_none()
+
+
+def test_reopening_the_link_does_not_renew_a_lease(url: str) -> None:
+    engine = open_database(url)
+    holder = "1" * 24
+    join_prolific(engine, "leased", holder, STUDY, SESSION)
+    with pytest.raises(AccessDenied, match=FULL):
+        join_prolific(engine, "leased", "2" * 24, STUDY, SESSION)
+    # the holder's tab re-enters every few minutes for 40 minutes, never answering
+    for _ in range(3):
+        _idle(url, 31)
+        join_prolific(engine, "leased", holder, STUDY, SESSION)
+    join_prolific(engine, "leased", "3" * 24, STUDY, SESSION)  # the lease ran out: a seat
+    assert _status(url, holder) is None  # never answered: nothing of theirs is left
+    assert _status(url, "3" * 24) == "active"
+
+
+def test_an_answer_renews_the_lease(url: str) -> None:
+    engine = open_database(url)
+    entry = join_prolific(engine, "leased", "1" * 24, STUDY, SESSION)
+    _idle(url, 31)
+    submit(engine, entry, 0, 7)  # an answer now: the lease runs from here
+    with pytest.raises(AccessDenied, match=FULL):
+        join_prolific(engine, "leased", "2" * 24, STUDY, SESSION)
+    assert _status(url, "1" * 24) == "active"
+
+
+@pytest.mark.parametrize("clients", [
+    # four addresses of one IPv6 /64 (privacy addresses rotate within it at will)
+    ["2001:db8:0:1::1", "2001:db8:0:1:aaaa:bbbb:cccc:dddd", "2001:db8:0:1:ffff::2",
+     "2001:0db8:0000:0001::9"],
+    # one IPv4 client as written and as an IPv4-mapped IPv6 address, in both spellings
+    ["203.0.113.9", "::ffff:203.0.113.9", "::ffff:cb00:7109", "[::ffff:203.0.113.9]"],
+])
+def test_the_join_limit_counts_one_network_client_once(url: str, clients: list[str]) -> None:
+    engine = open_database(url)
+    for i, client in enumerate(clients[:2]):
+        join_prolific(engine, "limited", f"{i:024x}", STUDY, SESSION, client=client)
+    for i, client in enumerate(clients[2:], start=2):
+        with pytest.raises(AccessDenied, match=LIMIT):
+            join_prolific(engine, "limited", f"{i:024x}", STUDY, SESSION, client=client)
+    # another /64, another IPv4 address: a client of its own
+    other = "2001:db8:0:2::1" if ":" in clients[0] else "203.0.113.10"
+    join_prolific(engine, "limited", f"{9:024x}", STUDY, SESSION, client=other)
+
+
+@pytest.mark.parametrize(("client", "key"), [
+    ("203.0.113.9", "203.0.113.9"),
+    ("::ffff:203.0.113.9", "203.0.113.9"),
+    ("2001:db8:0:1:aaaa::7", "2001:db8:0:1::/64"),
+    ("fe80::1%eth0", "fe80::/64"),
+    ("::1", "::/64"),
+    ("localhost", "localhost"),
+    ("", ""),
+])
+def test_join_key(client: str, key: str) -> None:
+    assert join_key(client) == key

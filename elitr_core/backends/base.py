@@ -117,7 +117,12 @@ class BackendOption:
     an option unset, so the backend's default applies; ``help`` says it). ``label``, when
     given, puts the option in the Runs page's form under that name. ``shapes_prompt`` marks an
     option that shapes the prompt built in this process, which a generation run records:
-    offered to ``generate`` only, and refused with a backend that does not declare it.
+    offered to ``generate`` only. ``shapes_answers`` marks one that changes what the model
+    answers (the model's weights, their revision and dtype, its context): a run's identity
+    holds the value of every option that shapes its prompt or answers
+    (:meth:`Backend.answer_options`), so a resume with another value is refused; options of
+    how answers are fetched (concurrency, retries, the address of the same model) stay out.
+    An option the chosen backend does not declare is refused (``cli/backend_flags.py``).
     """
 
     name: str
@@ -130,6 +135,12 @@ class BackendOption:
     label: str | None = None
     placeholder: str | None = None
     shapes_prompt: bool = False
+    shapes_answers: bool = False
+
+    @property
+    def in_identity(self) -> bool:
+        """Whether a generation run's identity holds this option's value."""
+        return self.shapes_prompt or self.shapes_answers
 
     @property
     def cli_flag(self) -> str:
@@ -192,6 +203,21 @@ class Backend(abc.ABC):
     loads_model: bool = False
     #: What :meth:`count_tokens` counts (stored with an interleaved run's memory span).
     token_unit: str = "whitespace words"
+    #: The declared options it was built with, by name (set by ``registry.get_backend``;
+    #: empty for a backend built directly, whose options are then the declared defaults).
+    given: Mapping[str, Any] = {}
+
+    def answer_options(self) -> dict[str, Any]:
+        """Option name -> value of every declared option that shapes the prompt or the
+        answers (:attr:`BackendOption.in_identity`): what a generation run's identity holds
+        about its backend. A backend adds an option here by declaring it so, nothing else."""
+        return {option.name: _plain(self.option_value(option)) for option in type(self).options
+                if option.in_identity}
+
+    def option_value(self, option: BackendOption) -> Any:
+        """The value ``option`` has in this backend: as given, else its declared default; a
+        backend that resolves a default itself (a dtype chosen by the device) says so here."""
+        return self.given.get(option.name, option.default)
 
     def count_tokens(self, text: str) -> int:
         """The length of ``text`` in :attr:`token_unit` (an interleaved run's memory span):
@@ -230,6 +256,11 @@ class Backend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release resources (GPU memory, HTTP clients)."""
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON stores it (a path as its text)."""
+    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
 
 
 def turn_by_turn(conversations: Sequence[Conversation], on_result: ResultCallback,

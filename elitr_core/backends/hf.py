@@ -31,11 +31,12 @@ class HFBackend(Backend):
     token_unit = "tokens (the model's tokenizer)"
     loads_model = True
     options = (
-        BackendOption("model_path", metavar="DIR", label="Model path",
+        BackendOption("model_path", metavar="DIR", label="Model path", shapes_answers=True,
                       help="local model directory (default: --model as a hub name)"),
-        BackendOption("revision", help="hub revision to pin"),
+        BackendOption("revision", help="hub revision to pin", shapes_answers=True),
         BackendOption("device", help="cuda, cuda:1 or cpu (default: CUDA when available)"),
-        BackendOption("dtype", help="bfloat16, float16 or float32 (default bf16 on CUDA)"),
+        BackendOption("dtype", shapes_answers=True,
+                      help="bfloat16, float16 or float32 (default bf16 on CUDA)"),
         BackendOption("batch_size", int, metavar="N",
                       help="questions decoded together, across meetings (default: as many as "
                       "free memory holds)"),
@@ -61,6 +62,18 @@ class HFBackend(Backend):
             raise UserError(f"--model-path {model_path}: no such directory (give the folder "
                             "holding config.json and the tokenizer)")
         return construct(load(ENGINE), {**options, "model_path_or_name": str(model_path or model)})
+
+    def option_value(self, option: BackendOption) -> Any:
+        """The model folder resolved, and the dtype and context as the engine chose them (a
+        default dtype depends on the device, a default context on the model)."""
+        if option.name == "dtype" and hasattr(self, "dtype"):
+            return str(self.dtype).removeprefix("torch.")
+        if option.name == "max_context" and hasattr(self, "max_context"):
+            return self.max_context
+        value = super().option_value(option)
+        if option.name == "model_path" and value is not None:
+            return str(Path(str(value)).expanduser().resolve())
+        return value
 
     @classmethod
     def preflight(cls, options: Mapping[str, Any]) -> None:

@@ -67,4 +67,8 @@ def get_backend(name: str, **options: Any) -> Backend:
     'fake'
     """
     given = {key: value for key, value in options.items() if value is not None}
-    return backend_class(name).from_options(**given)
+    cls = backend_class(name)
+    backend = cls.from_options(**given)
+    # what a run's identity reads (Backend.answer_options): the declared options given
+    backend.given = {o.name: given[o.name] for o in cls.options if o.name in given}
+    return backend

@@ -1,7 +1,8 @@
 """The backends' flags of ``generate`` and ``judge``, built from what each backend declares
 (:attr:`~elitr_core.backends.base.Backend.options`): ``--backend`` with every name of the
 registry, and each declared option once however many backends take it. A backend gets every
-value given and takes its own (:meth:`~elitr_core.backends.base.Backend.from_options`).
+value given and takes its own (:meth:`~elitr_core.backends.base.Backend.from_options`); an option
+the chosen backend does not declare is refused (:func:`refuse_foreign_options`).
 
 Reading the declarations imports each backend's light class, never torch or a client library.
 """
@@ -71,16 +72,17 @@ def backend_values(args: argparse.Namespace) -> dict[str, Any]:
             if getattr(args, name, None) is not None}
 
 
-def refuse_foreign_prompt_options(args: argparse.Namespace) -> None:
-    """Refuse options that shape the prompt built in this process with a backend that does
-    not take them (a server applies its own chat template and context limit)."""
+def refuse_foreign_options(args: argparse.Namespace) -> None:
+    """Refuse every declared option given with a backend that does not take it, rather than
+    drop it: ``generate --backend fake --model-path DIR`` would otherwise run without the
+    model it names, and a run would record a setup it never had."""
     chosen: type[Backend] = backend_class(args.backend)
     own = {option.name for option in chosen.options}
     given = {name: (option, names) for name, (option, names) in declared().items()
-             if option.shapes_prompt and name not in own
-             and getattr(args, name, None) is not None}
+             if name not in own and getattr(args, name, None) is not None}
     if given:
         takers = sorted({backend for _, names in given.values() for backend in names})
+        them = "them" if len(given) > 1 else "it"
         raise UserError(f"{', '.join(option.cli_flag for option, _ in given.values())}: the "
-                        f"{args.backend} backend does not take them (they shape the prompt "
-                        f"built in this process; use --backend {' or '.join(takers)})")
+                        f"{args.backend} backend does not take {them} (use --backend "
+                        f"{' or '.join(takers)}, or leave {them} out)")

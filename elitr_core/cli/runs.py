@@ -15,7 +15,7 @@ from elitr_core.cli import startup
 from elitr_core.cli.backend_flags import (
     add_backend_flags,
     backend_values,
-    refuse_foreign_prompt_options,
+    refuse_foreign_options,
 )
 from elitr_core.cli.options import SEVERAL, WHOLE, ListOption, db_option
 from elitr_core.errors import UserError
@@ -208,7 +208,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from elitr_core.backends.base import DecodingConfig
     from elitr_core.generation.runs import GenerationSpec, generate_run
 
-    refuse_foreign_prompt_options(args)
+    refuse_foreign_options(args)
     top_p = args.top_p if args.top_p is not None else (
         NUCLEUS_TOP_P if args.temperature > 0 else 1.0)
     decoding = DecodingConfig(temperature=args.temperature, top_p=top_p,
@@ -285,4 +285,5 @@ def cmd_judge(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens)
         run, unit = judge_run, "judgment"
     spec.check()  # before the backend loads
+    refuse_foreign_options(args)
     return _run_pass(args, args.judge_model, run, spec, unit)

@@ -42,6 +42,7 @@ from elitr_core.generation.interleave import (
     plan_run,
 )
 from elitr_core.generation.retrieval import question_context
+from elitr_core.generation.run_config import GenerationConfig
 from elitr_core.generation.spec import (
     GenerationSpec,
     MeetingWork,
@@ -67,13 +68,6 @@ from elitr_core.prompts.assembly import (
 from elitr_core.vocab import setting_mode_label
 
 logger = logging.getLogger(__name__)
-
-#: Config keys that must match when a stored run is resumed (they shape every answer).
-IDENTITY_KEYS: tuple[str, ...] = (
-    "backend_name", "decoding", "chat_template", "system_prompt", "qa_markers",
-    "length_instruction", "truncation", "prompt_hash", "context", "task", "interleave",
-)
-
 
 class Asked(Protocol):
     """A conversation a run asks (a question alone, a meeting's questions, an interleaved
@@ -178,26 +172,26 @@ def prepare_run(engine: Engine, spec: GenerationSpec, backend: Backend,
     with writing(engine) as session:
         rq.upsert_run(session=session, key=key,
                       values={"backend": backend.name, "status": "pending",
-                                "config": {"kind": "generation", **identity},
-                                "created_at": utcnow()})
+                              "config": GenerationConfig.model_validate(
+                                  identity.model_dump()).stored(),
+                              "created_at": utcnow()})
         row = rq.run_by_key(session=session, key=key)
-        config = dict(row.config)
-        if row.backend == "import" or config.get("kind") != "generation":
+        if row.backend == "import" or row.config.get("kind") != "generation":
             raise UserError(f"{_label(spec)} is an imported run: give this run a --variant name")
-        changed = [k for k in IDENTITY_KEYS if config.get(k) != identity[k]]
+        config = GenerationConfig.read(row.config)
+        changed = config.identity().differences(identity)
         if changed:
-            listed = ", ".join(f"{k} {config.get(k)!r} -> {identity[k]!r}" for k in changed)
-            raise UserError(f"{_label(spec)} is stored with other settings ({listed}): rerun "
-                            "with the stored settings to resume, or add --variant NAME")
-        meetings = sorted(set(config.get("meetings", [])) | {w.meeting for w in work})
-        expected = _expected_questions(session, spec, meetings)
-        config.update(identity)
-        config.update({
-            "model": spec.model, "backend": backend.describe(), "language": spec.language,
-            "meetings": meetings, "questions": expected, "versions": library_versions(),
-            "process": process_info(), "started_at": now_iso(), "finished_at": None,
-        })
-        row.config, row.status, row.backend = config, "running", backend.name
+            raise UserError(f"{_label(spec)} is stored with other settings "
+                            f"({', '.join(changed)}): rerun with the stored settings to "
+                            "resume, or add --variant NAME")
+        meetings = sorted(set(config.meetings) | {w.meeting for w in work})
+        config = config.model_copy(update={
+            **identity.model_dump(), "model": spec.model, "backend": backend.describe(),
+            "language": spec.language, "meetings": meetings,
+            "questions": _expected_questions(session, spec, meetings),
+            "versions": library_versions(), "process": process_info(),
+            "started_at": now_iso(), "finished_at": None})
+        row.config, row.status, row.backend = config.stored(), "running", backend.name
         keyed.save(session=session, rows=[row])
         assert row.id is not None
         return row.id
@@ -315,8 +309,8 @@ def _interleaved(engine: Engine, run_id: int, spec: GenerationSpec, backend: Bac
     with writing(engine) as session:
         run = rq.run_by_id(session=session, run_id=run_id)
         assert run is not None
-        config = dict(run.config)
-        plan = config.get("interleave_plan")
+        config = GenerationConfig.read(run.config)
+        plan = config.interleave_plan
         meetings = sorted(w.meeting for w in work)
         if plan is None:
             plan = plan_run(work, spec.interleave, spec.seed, backend.count_tokens,
@@ -326,9 +320,9 @@ def _interleaved(engine: Engine, run_id: int, spec: GenerationSpec, backend: Bac
                      *plan["left_out"]]) != meetings:
             raise UserError(f"{_label(spec)} is stored with other meetings: rerun with the "
                             "stored --meetings to resume, or add --variant NAME")
-        config["interleave_plan"] = plan
-        config["questions"] = sum(len(g["order"]) for g in plan["groups"])
-        run.config = config
+        run.config = config.model_copy(update={
+            "interleave_plan": plan,
+            "questions": sum(len(g["order"]) for g in plan["groups"])}).stored()
         keyed.save(session=session, rows=[run])
     return conversations(plan, work, spec.interleave, spec.seed, backend.count_tokens,
                          qa_markers=spec.qa_markers)
@@ -341,17 +335,17 @@ def _record_end(session: Session, status: str | None, error: BaseException | Non
     run = rq.run_by_id(session=session, run_id=run_id)
     if run is None:
         raise UserError(f"run #{run_id} disappeared from the database during the run")
-    config = dict(run.config)
+    config = GenerationConfig.read(run.config)
     if status is None:
         answered = pq.response_count(session=session, run_id=run_id)
-        status = "done" if answered >= int(config.get("questions", 0)) else "pending"
-    if error is not None:
-        config["failures"] = with_failure(config.get("failures"), error)
+        status = "done" if answered >= config.questions else "pending"
+    failures = with_failure(config.failures, error) if error is not None else config.failures
     # counted from the stored answers, so resumed and killed calls are counted exactly
     metas = rq.metas_by_run(session=session, run_ids=[run_id])[run_id]
-    config["altered_answers"] = sum(1 for meta in metas if meta.get("altered"))
-    config["finished_at"] = now_iso()
-    run.config, run.status = config, status
+    run.config = config.model_copy(update={
+        "failures": failures, "finished_at": now_iso(),
+        "altered_answers": sum(1 for meta in metas if meta.get("altered"))}).stored()
+    run.status = status
     keyed.save(session=session, rows=[run])
     return status
 

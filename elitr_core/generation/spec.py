@@ -15,6 +15,7 @@ from elitr_core.backends.base import Backend, DecodingConfig
 from elitr_core.data.summaries import SUMMARY_REQUEST, SUMMARY_TYPE, ensure_summary_questions
 from elitr_core.errors import UserError
 from elitr_core.generation.retrieval import CONTEXT_POLICIES, DEFAULT_CHUNK_TOKENS, DEFAULT_TOP_K
+from elitr_core.generation.run_config import RunIdentity
 from elitr_core.passes.records import DEFAULT_SEED
 from elitr_core.prompts.assembly import protocol_prompt_hash, reference_word_count
 from elitr_core.vocab import INTERLEAVE_KS, LANGUAGES, MODES, SETTINGS, SPLITS, TASKS
@@ -149,10 +150,12 @@ class GenerationSpec:
                             "conversation gives each transcript in its own user message: "
                             "leave --system-prompt out")
 
-    def identity(self, backend: Backend) -> dict[str, Any]:
-        """The settings that shape every answer; a resumed run must have the same."""
-        return {
+    def identity(self, backend: Backend) -> RunIdentity:
+        """The settings that shape every answer, the backend's declared options among them;
+        a resumed run must have the same."""
+        return RunIdentity.model_validate({
             "backend_name": backend.name,
+            "backend_options": backend.answer_options(),
             "decoding": self.decoding.to_dict(),
             "chat_template": self.chat_template,
             "system_prompt": self.system_prompt,
@@ -165,7 +168,7 @@ class GenerationSpec:
             if self.task == "summary" else None,
             "interleave": None if self.interleave is None else {
                 **self.interleave.to_dict(), "span_unit": backend.token_unit},
-        }
+        })
 
 
 @dataclass(frozen=True)

@@ -479,3 +479,24 @@ def test_describe_records_model_and_versions(backend: HFEngine, model_dir: Path)
     )
     assert info["torch"] == torch.__version__
     assert info["prefix_cache_reuse"] is True and info["max_context"] == 2048
+
+
+def test_the_identity_holds_the_model_folder_dtype_and_context_as_resolved(
+        model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's identity (``Backend.answer_options``) holds what shapes answers, as the
+    engine resolved it: the folder by its full path, the dtype a device chose by default,
+    the model's own context; the device and the batch size are not in it."""
+    from elitr_core.backends.registry import get_backend
+
+    monkeypatch.chdir(model_dir.parent)
+    built = get_backend("hf", model="m", model_path=model_dir.name, device="cpu", batch_size=2)
+    assert built.answer_options() == {
+        "model_path": str(model_dir.resolve()), "revision": None, "dtype": "float32",
+        "use_chat_template": True, "truncation": None,
+        "max_context": built.model.config.max_position_embeddings}
+    same = get_backend("hf", model_path=str(model_dir), dtype="fp32", device="cpu")
+    assert same.answer_options() == built.answer_options()  # fp32 is float32
+    other = get_backend("hf", model_path=str(model_dir), dtype="bf16", max_context=64,
+                        device="cpu")
+    assert {k: v for k, v in other.answer_options().items()
+            if v != built.answer_options()[k]} == {"dtype": "bfloat16", "max_context": 64}

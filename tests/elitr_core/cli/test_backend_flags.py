@@ -62,5 +62,26 @@ def test_a_prompt_option_for_a_backend_that_does_not_take_it_is_refused(
             "middle", "--no-chat-template"]
     assert main(args) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "error: --no-chat-template, --truncation: the openai backend does not take them (they "
-        "shape the prompt built in this process; use --backend hf)")
+        "error: --no-chat-template, --truncation: the openai backend does not take them (use "
+        "--backend hf, or leave them out)")
+
+
+@pytest.mark.parametrize(("command", "flags", "said"), [
+    (["generate", "--model", "m", "--setting", "qa", "--mode", "st"],
+     ["--model-path", "/nonexistent"], "--model-path: the fake backend does not take it (use "
+     "--backend hf, or leave it out)"),
+    (["generate", "--model", "m", "--setting", "qa", "--mode", "st"],
+     ["--concurrency", "4", "--dtype", "float16"], "--dtype, --concurrency: the fake backend "
+     "does not take them (use --backend hf or openai, or leave them out)"),
+    (["judge", "--judge-model", "j", "--style", "gpt4", "--evaluator", "j"], ["--base-url", "http://x:1/v1"],
+     "--base-url: the fake backend does not take it (use --backend openai, or leave it out)"),
+])
+def test_an_option_the_chosen_backend_does_not_take_is_refused_before_anything_runs(
+        db_url: str, capsys: pytest.CaptureFixture[str], command: list[str], flags: list[str],
+        said: str) -> None:
+    """Dropping it would run without the model (or setup) the command names, and record a
+    setup the run never had: ``generate --backend fake --model-path /nonexistent`` ran."""
+    assert main([*command, "--db", db_url, "--split", "test2", "--backend", "fake",
+                 *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {said}"]

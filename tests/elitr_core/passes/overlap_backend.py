@@ -4,7 +4,8 @@ backend to cost.
 It answers each question with the transcript line that shares the most words with it (a
 retrieval baseline), cut to ``max_words`` if given. The pass-lifecycle tests register it with
 one line in the registry's table and run it through the same generation and judge passes as
-the real backends; its option shows in the command line's help and the Runs page's form.
+the real backends; its option shows in the command line's help and the Runs page's form, and
+is part of the identity of every run made with it (a resume with another value is refused).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class OverlapBackend(Backend):
     name = "overlap"
     summary = "the line sharing most words with the question"
     options = (BackendOption("max_words", int, metavar="N", label="Max words",
+                             shapes_answers=True,  # so every run's identity holds it
                              help="answer with at most N words (default: the whole line)"),)
 
     def __init__(self, *, max_words: int | None = None) -> None:

@@ -11,6 +11,7 @@ uninterrupted run does, a judge pass that asks again only what it could not read
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,29 @@ def test_its_option_shows_in_the_help_of_the_command_line(
     assert "--backend {hf,openai,fake,overlap}" in shown
     assert "overlap: the line sharing most words with the question" in shown
     assert "--max-words N overlap: answer with at most N words (default: the whole line)" in shown
+
+
+def test_its_answer_shaping_option_is_in_the_identity_of_its_runs(
+        bundled_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Declared with ``shapes_answers``, nothing else: a resume with another value is refused
+    naming it, an equal one resumes, and ``--variant`` keeps the other setup apart."""
+    set_transcripts(bundled_db, MEETINGS[:1])
+    args = ["generate", "--db", bundled_db, "--backend", "overlap", "--model", "baseline",
+            "--setting", "qa", "--mode", "st", "--split", "test2", "--meetings", MEETINGS[0]]
+    assert main([*args, "--max-words", "6"]) == 0
+    (config,), = rows(bundled_db, "SELECT config FROM run WHERE model = 'baseline'")
+    config = json.loads(config) if isinstance(config, str) else config
+    assert (config["backend_options"], config["schema_version"]) == ({"max_words": 6}, 2)
+    capsys.readouterr()
+    assert main([*args, "--max-words", "3"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: baseline QA-st test2 seed 2023 is stored with other settings (backend option "
+        "max_words 6 -> 3): rerun with the stored settings to resume, or add --variant NAME"]
+    assert main(args) == 2  # left out: its default (the whole line) is another setup
+    assert "backend option max_words 6 -> None" in capsys.readouterr().err
+    assert main([*args, "--max-words", "6"]) == 0
+    assert "0 answer(s) written, 12 already stored" in capsys.readouterr().out
+    assert main([*args, "--max-words", "3", "--variant", "short"]) == 0
+    assert rows(bundled_db, "SELECT variant, COUNT(*) FROM run u JOIN response r ON "
+                "r.run_id = u.id WHERE u.model = 'baseline' GROUP BY variant "
+                "ORDER BY variant") == [("", 12), ("short", 12)]

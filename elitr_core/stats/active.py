@@ -14,7 +14,14 @@ import pandas as pd
 
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.frame import RESPONSE_KEY, check_not_empty, per_response
-from elitr_core.stats.intervals import Estimate, check_interval, satterthwaite, with_interval
+from elitr_core.stats.intervals import (
+    Estimate,
+    check_interval,
+    clip_to_scale,
+    interval_note,
+    satterthwaite,
+    with_interval,
+)
 from elitr_core.stats.pairs import (
     GROUP_KEY,
     judge_human_table,
@@ -220,8 +227,10 @@ def active_ppi_table(df: pd.DataFrame, judge: str, human: str, probabilities: pd
     pandas.DataFrame
         ``ACTIVE_COLUMNS``, one row per split, setting, mode and model: ``n_labelled`` (drawn
         and scored), ``n_drawn_unscored``, ``n_unlabelled`` (not drawn), the judge mean over
-        all, the estimate and its interval (empty without an estimate) and ``note`` (why
-        there is no estimate, or that the unscored drawn responses were re-weighted for).
+        all, the estimate and its interval (cut to the 1..10 scale; empty without an
+        estimate) and ``note`` (why there is no estimate, that the unscored drawn responses
+        were re-weighted for, and :func:`~elitr_core.stats.intervals.interval_note`'s
+        warnings about few or skewed human scores).
 
     References
     ----------
@@ -243,7 +252,11 @@ def active_ppi_table(df: pd.DataFrame, judge: str, human: str, probabilities: pd
     for key, group in table.groupby(list(GROUP_KEY), sort=True):
         est, note = _model_estimate(group, confidence, interval)
         drawn, scored = group["probability"].notna(), group["human"].notna()
-        values = [np.nan] * 3 if est is None else [est.mean, est.low, est.high]
+        values = [np.nan] * 3 if est is None else [est.mean,
+                                                   *clip_to_scale(est.low, est.high)]
+        if est is not None:  # the t interval's own small-sample and skew warnings
+            note = "; ".join(filter(None, [note, interval_note(
+                group.loc[scored, "human"].to_numpy(float), betting=False)]))
         rows.append([*key, int(scored.sum()), int((drawn & ~scored).sum()),
                      int((~drawn).sum()), float(group["judge"].mean()), *values, note])
     out = pd.DataFrame(rows, columns=list(ACTIVE_COLUMNS))

@@ -37,7 +37,8 @@ from elitr_core.stats.betting import betting_interval
 from elitr_core.stats.intervals import (
     Estimate,
     check_interval,
-    piled_note,
+    clip_to_scale,
+    interval_note,
     satterthwaite,
     with_interval,
 )
@@ -194,10 +195,11 @@ def _model_row(group: pd.DataFrame, confidence: float, interval: str) -> list[ob
     for estimate in (*estimates, tuned):
         # a zero-width interval (no variation in the sample) is left empty, the note says why
         wide = estimate.high > estimate.low
-        cells += [estimate.mean, *((estimate.low, estimate.high) if wide else (np.nan,) * 2)]
+        cells += [estimate.mean, *(clip_to_scale(estimate.low, estimate.high) if wide
+                                   else (np.nan,) * 2)]
     # bounded scores: this interval keeps its coverage where the t ones do not (intervals.py)
     bounded = betting_interval(y, SCORE_MIN, SCORE_MAX, confidence)
-    note = constant_human_note(y, "zero-width intervals are left empty") or piled_note(y)
+    note = constant_human_note(y, "zero-width intervals are left empty") or interval_note(y)
     return [*counts, *cells, *map(float, bounded), lam if rest.size else np.nan, note]
 
 
@@ -224,13 +226,14 @@ def ppi_table(df: pd.DataFrame, judge: str, human: str, confidence: float = 0.95
         the judge's only; ``judge_mean`` is over all judged responses. With fewer than two
         labelled responses the human, PPI and PPI++ cells are empty (``pd.NA``; PPI++'s t
         interval needs three) and ``note`` says so; an interval of zero width (every human
-        score the same) is left empty with a note; with no
+        score the same) is left empty with a note; every interval is cut to the 1..10 scale
+        (:func:`~elitr_core.stats.intervals.clip_to_scale`); with no
         unlabelled response PPI and PPI++ equal the human mean and ``lambda`` is empty.
         ``human_betting_ci_low/high`` is the betting interval of the human mean for scores
         bounded by 1..10 (:func:`~elitr_core.stats.betting.betting_interval`, always
-        ``confidence``-level, wider); the note says when the human scores are piled up at one
-        end of the scale, where the t intervals are not to be trusted
-        (:func:`~elitr_core.stats.intervals.piled_note`).
+        ``confidence``-level, wider, bet in a seeded random order); the note says when there
+        are fewer than 30 human scores or they are skewed, where the t intervals are not to be
+        trusted (:func:`~elitr_core.stats.intervals.interval_note`).
 
     References
     ----------

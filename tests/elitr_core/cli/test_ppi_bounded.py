@@ -1,7 +1,8 @@
-"""`export ppi` when a model's human scores are few or piled up at one end of the scale, on
-SQLite and PostgreSQL: the note says the t intervals are not to be trusted and the betting
-interval for bounded scores is there (reference: the scalar transcription of the betting
-process in test_betting, on the scores in the order the table reads them, 1e-6 through CSV)."""
+"""`export ppi` when a model's human scores are few and skewed, on SQLite and PostgreSQL: the
+CSV's note says the t intervals are not to be trusted (fewer than 30 scores, skewness) and the
+betting interval for bounded scores is there (reference: the scalar transcription of the
+betting process in test_betting, on the scores in the seeded random order, 1e-6 through
+CSV)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.elitr_core.stats.test_betting import scalar_interval
 from tests.live_study import TEST2, add_scores, first_items
 
 
-def test_piled_up_human_scores_get_a_note_and_a_bounded_interval(
+def test_few_skewed_human_scores_get_a_note_and_a_bounded_interval(
         db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     small_db.build(db_url)
     pick = first_items(TEST2, 12)  # A's and B's QA answers of the test2 meeting
@@ -38,9 +39,11 @@ def test_piled_up_human_scores_get_a_note_and_a_bounded_interval(
     for model in ("A", "B"):
         row = table.loc[model]
         assert row["n_labelled"] == 6
-        assert "5 of 6 human scores are 9-10, a sample piled up" in row["note"]
+        assert row["note"].startswith("6 human scores, fewer than 30: the t intervals")
+        assert "human scores skewed (skewness -2.45, a long tail of low scores)" in row["note"]
         y = [scores[model, n] for n in range(1, 7)]  # the table reads them by question
-        low, high = scalar_interval(y, 1, 10, 0.05, 400)
+        order = np.random.default_rng(0).random((1, 6)).argsort(axis=1)[0]
+        low, high = scalar_interval([y[i] for i in order], 1, 10, 0.05, 400)
         assert (row["human_betting_ci_low"], row["human_betting_ci_high"]) == pytest.approx(
             (low, high), abs=1e-6)
         assert row["human_betting_ci_low"] < np.mean(y) < row["human_betting_ci_high"]

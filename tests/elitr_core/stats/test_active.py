@@ -193,7 +193,9 @@ def test_active_table_uses_stored_probabilities() -> None:
     assert list(out.columns) == list(ACTIVE_COLUMNS)
     assert out.loc[0, "active_mean"] == pytest.approx(np.mean([4, 5, 9 - 1.25, 7]))
     assert out.loc[0, ["n_labelled", "n_drawn_unscored", "n_unlabelled"]].tolist() == [2, 0, 2]
-    assert out.loc[0, "note"] == ""
+    # the export's note carries the page's small-sample warning
+    assert out.loc[0, "note"] == ("2 human scores, fewer than 30: the t intervals covered as "
+                                  "little as 0.91 with 10 (bench/bench_ppi_coverage.py)")
     # all four drawn, two scored: each scored one weighted by 1 / (pi * 2 / 4)
     half = active_ppi_table(df, "gpt-4", "gold-human", probabilities).iloc[0]
     assert half["active_mean"] == pytest.approx(np.mean([2 + 1 / 0.25, 5, 9 - 1 / 0.4, 7]))

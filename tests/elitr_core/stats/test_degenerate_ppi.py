@@ -37,7 +37,8 @@ def test_a_constant_human_gets_a_note_not_a_zero_width_interval() -> None:
     assert a["note"].startswith("every human score of this model is 6:")
     assert np.isfinite(a["ppi_ci_low"])  # the judge's spread still carries PPI's interval
     b = out.loc["B"]
-    assert b["note"] == "" and b["human_ci_low"] < b["human_mean"] < b["human_ci_high"]
+    assert b["note"].startswith("12 human scores, fewer than 30:")  # the page's warning too
+    assert b["human_ci_low"] < b["human_mean"] < b["human_ci_high"]
     assert out.loc["C", "note"] == "1 human score: an interval needs 2 or more"
     assert out.loc["D", "note"] == "no human score for this model under the filters"
 

@@ -1,0 +1,128 @@
+"""Benchmark: coverage and size of issue 40's estimators, side by side with what they replace.
+
+Run ``python bench/bench_estimators.py [--part betting|aggregate|plans] [--replicates R]
+[--out FILE]``. Figures are printed, never asserted; the machine's ``uptime`` is printed with
+them (they are coverages, widths and errors, which the load does not move).
+
+- ``betting``: the betting interval of a mean of 1..10 scores with bets capped at 1 (before)
+  and truncated at c/m and c/(1-m), c = 1/2 (Waudby-Smith & Ramdas 2024; after), both in a
+  random order: coverage and mean width at n = 10, 30, 100; and the t interval's coverage
+  with the share of samples on which the skew note (|skewness| >= 1, n < 100) and the old
+  "piled up at one end" note (half the scores at 1-2 or 9-10) fire. Populations: the bundled
+  test2 QA-st gold-human and silver-human scores of three models, and synthetic ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from elitr_core.stats.betting import betting_interval  # noqa: E402
+from elitr_core.stats.intervals import SKEW_LIMIT, WIDER_CHECK_FROM  # noqa: E402
+
+LEVELS = np.arange(1.0, 11.0)
+SIZES = (10, 30, 100)
+#: P(score = 1..10) of the synthetic populations (those of bench_ppi_coverage.py, a uniform
+#: and a bell-shaped one)
+SYNTHETIC = {
+    "two-humped": [0.22, 0.06, 0.05, 0.05, 0.06, 0.07, 0.08, 0.10, 0.11, 0.20],
+    "skewed-high": [0.02, 0.02, 0.02, 0.03, 0.04, 0.06, 0.09, 0.16, 0.22, 0.34],
+    "piled-at-9": [0.04, 0.02, 0.02, 0.01, 0.03, 0.03, 0.07, 0.13, 0.60, 0.05],
+    "uniform": [0.1] * 10,
+    "bell": [0.0, 0.01, 0.04, 0.12, 0.33, 0.33, 0.12, 0.04, 0.01, 0.0],
+}
+BUNDLED_MODELS = ("GPT-4", "LongAlpaca-7B", "Vicuna-13B-v1.5")
+
+
+def bundled_scores() -> dict[str, np.ndarray]:
+    """The bundled test2 QA-st human scores, per evaluator and model."""
+    from elitr_core.data.benchmark import bundled_files, scores_frame
+
+    df = scores_frame(bundled_files())
+    df = df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")]
+    return {f"{ev} {model}": g["score"].to_numpy(float)
+            for (ev, model), g in df.groupby(["evaluator", "model"])
+            if ev in ("gold-human", "silver-human") and model in BUNDLED_MODELS}
+
+
+def populations() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Name -> (values, probabilities): the bundled scores' empirical distributions, then the
+    synthetic ones."""
+    out = {name: (np.unique(y), np.unique(y, return_counts=True)[1] / y.size)
+           for name, y in bundled_scores().items()}
+    for name, p in SYNTHETIC.items():
+        out[name] = (LEVELS, np.array(p) / sum(p))
+    return out
+
+
+def betting_part(replicates: int, rng: np.random.Generator) -> str:
+    """The betting widths before/after and the t coverage against both notes' firing."""
+    lines = ["| population | skewness | n | t coverage | skew note fires | piled note fires "
+             "| betting cap 1: coverage (width) | betting c/m: coverage (width) | narrower |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, (values, p) in populations().items():
+        truth = float(values @ p)
+        skew = float(((values - truth) ** 3) @ p / (((values - truth) ** 2) @ p) ** 1.5)
+        for n in SIZES:
+            y = rng.choice(values, (replicates, n), p=p)
+            mean, sd = y.mean(1), y.std(1, ddof=1)
+            half = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+            t_cover = (np.abs(mean - truth) <= half).mean()
+            with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # constant samples: no skew
+                g = np.nan_to_num(stats.skew(y, axis=1, bias=False))
+            skew_fires = ((np.abs(g) >= SKEW_LIMIT) & (n < WIDER_CHECK_FROM)).mean()
+            piled_fires = np.maximum((y <= 2.5).mean(1), (y >= 8.5).mean(1)).__ge__(0.5).mean()
+            cells = []
+            widths = []
+            for truncation in (None, 0.5):
+                lo, hi = betting_interval(y, 1, 10, 0.95, truncation=truncation)
+                widths.append(float((hi - lo).mean()))
+                cells.append(f"{((lo <= truth) & (truth <= hi)).mean():.3f} ({widths[-1]:.2f})")
+            lines.append(f"| {name} | {skew:+.2f} | {n} | {t_cover:.3f} | {skew_fires:.2f} | "
+                         f"{piled_fires:.2f} | {cells[0]} | {cells[1]} | "
+                         f"{1 - widths[1] / widths[0]:.0%} |")
+    return "\n".join(lines)
+
+
+PARTS = {"betting": betting_part}
+
+
+def uptime() -> str:
+    """The machine's ``uptime`` line (time and load)."""
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def main() -> None:
+    """Parse options, run the parts asked for, print (and optionally write) the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--part", choices=list(PARTS), action="append")
+    parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--out", type=Path, help="also write the tables (Markdown) here")
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    texts = [f"`uptime` before: {uptime()}"]
+    for part in args.part or list(PARTS):
+        start = time.perf_counter()
+        table = PARTS[part](args.replicates, rng)
+        texts.append(f"## {part}\n\n{table}\n\n{args.replicates} replicates per cell, seed "
+                     f"{args.seed}, {time.perf_counter() - start:.0f} s")
+    texts.append(f"`uptime` after: {uptime()}")
+    text = "\n\n".join(texts) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

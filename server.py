@@ -6,14 +6,21 @@ WebSocket request first passes :class:`~elitr_core.annotation.web_gate.WebGate`:
 headers count only from the proxies of ``ELITR_TRUSTED_PROXIES``, and only the family of
 ``ELITR_PROXY_HEADER`` (``elitr_core.annotation.proxies``), so the login limit sees the real
 client and the cookie is ``Secure`` when a trusted proxy says HTTPS; and the WebSocket and
-the routes below answer a browser only from the app's own origin (scheme, host and port).
+the routes below answer a browser only from the app's own origin (scheme, host and port),
+only allowed ``Host`` names, in the no-login mode only this machine's clients
+(``elitr_core.annotation.hosts``), and every answer forbids framing. Streamlit's development
+messages (``clear_cache``, which empties every cache for all users, and the like) are dropped
+outside its development mode (:class:`DevMessagesDropped`). An empty or malformed researcher
+password setting stops the start with one line.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import parse_qs
 
 import streamlit as st
@@ -22,13 +29,18 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
+from streamlit import config
+from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from elitr_core import settings
+from elitr_core.annotation.auth import check_password_setting
+from elitr_core.annotation.hosts import HostPolicy, host_policy
 from elitr_core.annotation.proxies import ProxySetting, proxy_setting
 from elitr_core.annotation.sessions import COOKIE_NAME, check_logout_token, redeem_ticket, revoke
 from elitr_core.annotation.web_gate import WebGate
 from elitr_core.data.database import get_engine, open_database, writing
 from elitr_core.errors import UserError
+from ui.auth_ui import auth_configured
 
 
 def _no_uvicorn_proxy_headers() -> None:
@@ -111,6 +123,56 @@ def _proxy_setting() -> ProxySetting:
         raise SystemExit(f"error: {exc}") from None
 
 
+def _host_policy() -> HostPolicy:
+    """The researcher password's variables checked (an empty or malformed one stops the
+    server), then ELITR_ALLOWED_HOSTS read for this login mode (a malformed name stops it)."""
+    try:
+        check_password_setting()
+        return host_policy(local=not auth_configured())
+    except UserError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+#: BackMsg types only Streamlit's development tools send; any client could send them
+DEV_ONLY = frozenset({"clear_cache", "set_run_on_save", "load_git_info",
+                      "debug_disconnect_websocket", "debug_shutdown_runtime"})
+_LOG = logging.getLogger("elitr.server")
+
+
+def _dev_only(data: bytes) -> bool:
+    """Whether a WebSocket frame is a development-only BackMsg (a frame that does not parse
+    goes on to Streamlit, which closes the connection)."""
+    try:
+        return BackMsg.FromString(data).WhichOneof("type") in DEV_ONLY
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends: Streamlit's to judge
+        return False
+
+
+class DevMessagesDropped:
+    """ASGI middleware: outside Streamlit's development mode, drop a client's development
+    BackMsgs (:data:`DEV_ONLY`). Streamlit itself refuses only the two ``debug_*`` ones; its
+    handler runs ``clear_cache`` for any client, the login page's included, and every cache
+    of every user (the warmed analysis views too) is emptied."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket" or config.get_option("global.developmentMode"):
+            await self.app(scope, receive, send)
+            return
+
+        async def receiving() -> Any:
+            while True:
+                message = await receive()
+                data = message.get("bytes") if message["type"] == "websocket.receive" else None
+                if not data or not _dev_only(data):
+                    return message
+                _LOG.warning("dropped a development-only message from %s", scope.get("client"))
+
+        await self.app(scope, receiving, send)
+
+
 def _pool_fits() -> None:
     """On PostgreSQL, this replica's share of the server's connections (``ELITR_REPLICAS``,
     ``db.engine.pool_plan``) is sized now; a share too small stops the server with the fix,
@@ -140,4 +202,6 @@ ROUTES = [Route("/session/start", session_start),
 # the gate also refuses the WebSocket and these routes to pages of any other origin
 app = st.App("app.py", lifespan=lifespan, routes=ROUTES,
              middleware=[Middleware(WebGate, setting=_proxy_setting(),
-                                    guarded=[route.path for route in ROUTES])])
+                                    guarded=[route.path for route in ROUTES],
+                                    policy=_host_policy()),
+                         Middleware(DevMessagesDropped)])

@@ -27,6 +27,7 @@ SESSION_ROUTES = "ELITR_SESSION_ROUTES"
 TRUSTED_PROXIES = "ELITR_TRUSTED_PROXIES"
 PROXY_HEADER = "ELITR_PROXY_HEADER"
 PUBLIC_URL = "ELITR_PUBLIC_URL"
+ALLOWED_HOSTS = "ELITR_ALLOWED_HOSTS"
 MIN_SCORES = "ELITR_MIN_SCORES"
 WARM = "ELITR_WARM"
 LOG_DIR = "ELITR_LOG_DIR"
@@ -50,6 +51,8 @@ VARIABLES: dict[str, str] = {
     TRUSTED_PROXIES: "proxies whose forwarding headers are believed (addresses, networks)",
     PROXY_HEADER: "which forwarding header they set: x-forwarded-for (default) or forwarded",
     PUBLIC_URL: "the address annotators' links start with",
+    ALLOWED_HOSTS: "host names the server answers to besides localhost and ELITR_PUBLIC_URL's "
+                   "(comma-separated; .a.org for sub-domains; default with a login: any)",
     MIN_SCORES: "the fewest scores an evaluator needs to enter the analyses (default 30)",
     WARM: "0 turns off the caches' warm-up at server start",
     LOG_DIR: "where background jobs write their logs (default var/logs)",

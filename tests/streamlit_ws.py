@@ -148,12 +148,15 @@ class Session:
     async def open(cls, base_url: str, *, query: str = "", page: str = "",
                    cookies: Mapping[str, str] | None = None, origin: str | None = None,
                    headers: Mapping[str, str] | None = None, session_id: str = "",
-                   source: str | None = None, timeout: float = 120) -> Session:
+                   source: str | None = None, address: tuple[str, int] | None = None,
+                   timeout: float = 120) -> Session:
         """Connect to ``base_url`` (http://host:port[/base]) and run the page once.
 
         ``origin`` defaults to the base URL's own (what a browser sends); ``session_id``
         asks the server to resume that session (the browser's reconnect); ``source`` is the
-        local address to connect from (a participant's own address: 127.0.0.2, ...)."""
+        local address to connect from (a participant's own address: 127.0.0.2, ...);
+        ``address`` (host, port) is where to connect whatever name ``base_url`` has (a name a
+        DNS-rebinding page made resolve to this machine)."""
         parts = urlsplit(base_url)
         ws_url = f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}" \
                  f"{parts.path.rstrip('/')}/_stcore/stream"
@@ -164,7 +167,8 @@ class Session:
         socket = await connect(ws_url, subprotocols=protocols,  # type: ignore[arg-type]
                                origin=origin or f"{parts.scheme}://{parts.netloc}",  # type: ignore[arg-type]
                                additional_headers=extra, max_size=None, open_timeout=timeout,
-                               local_addr=(source, 0) if source else None)
+                               local_addr=(source, 0) if source else None,
+                               **({"host": address[0], "port": address[1]} if address else {}))
         session = cls(socket, base_url, query, page)
         await session.rerun(timeout=timeout)
         return session
@@ -185,6 +189,10 @@ class Session:
     async def close(self) -> None:
         """Close the websocket (the server ends the session)."""
         await self._socket.close()
+
+    async def send(self, msg: BackMsg) -> None:
+        """Send any BackMsg as it is (a ``clear_cache``, say) and return at once."""
+        await self._socket.send(msg.SerializeToString())
 
     async def click(self, key: str, *, timeout: float = 120) -> Page:
         """Press the button with this key and wait for the rerun it causes (the fragment's

@@ -107,6 +107,30 @@ def password_configured() -> bool:
     return bool(settings.value(PASSWORD_HASH_ENV) or settings.value(PASSWORD_ENV))
 
 
+#: the most PBKDF2 iterations a stored hash may ask for (a login costs about 1 s at 10^6)
+MAX_ITERATIONS = 10_000_000
+_HASH_PARTS = re.compile(r"pbkdf2_sha256\$([0-9]{1,9})\$([0-9a-f]{2,128})\$([0-9a-f]{64})")
+
+
+def check_password_setting() -> None:
+    """The start-up check of the researcher password's variables: one set but empty (or
+    blank), or a hash that :func:`hash_password` cannot have made, is a :class:`UserError`
+    naming the variable. An empty password must not pass for "no login" (the local mode,
+    which opens every page) on a server someone meant to protect."""
+    for name in (PASSWORD_HASH_ENV, PASSWORD_ENV):
+        raw = settings.value(name)
+        if raw is not None and not raw.strip():
+            raise UserError(f"{name} is set but empty: set the researcher password (or its hash "
+                            "from `python -m elitr_core password-hash`), or unset it for the "
+                            "no-login mode on this machine only")
+    stored = settings.value(PASSWORD_HASH_ENV)
+    found = _HASH_PARTS.fullmatch(stored.strip()) if stored else None
+    if stored and (found is None or not 1 <= int(found.group(1)) <= MAX_ITERATIONS):
+        raise UserError(f"{PASSWORD_HASH_ENV} is not a password hash (pbkdf2_sha256$ITERATIONS"
+                        f"$SALT$HASH, 1 to {MAX_ITERATIONS:,} iterations): generate it with "
+                        "`python -m elitr_core password-hash`")
+
+
 def check_researcher_password(password: str) -> bool:
     """True when ``password`` is the researcher's; False when wrong or none configured."""
     stored = researcher_password_hash()

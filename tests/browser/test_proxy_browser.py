@@ -54,8 +54,10 @@ def test_cookie_is_secure_only_when_a_trusted_proxy_says_https(
         for headers in https:  # any client may write these: not believed by default
             cookie = _set_cookie(url, bundled_sqlite, headers)
             assert "elitr_session=" in cookie and "secure" not in cookie.lower()
+    # behind a proxy, a login (the no-login mode answers this machine's clients only)
+    login = {"ELITR_ADMIN_PASSWORD": PASSWORD}
     with running_server(bundled_sqlite, tmp_path / "trusted.log",
-                        {"ELITR_TRUSTED_PROXIES": "127.0.0.1,::1"}) as url:
+                        {"ELITR_TRUSTED_PROXIES": "127.0.0.1,::1", **login}) as url:
         x_forwarded, forwarded = https
         assert "secure" in _set_cookie(url, bundled_sqlite, x_forwarded).lower()
         # the proxy sets X-Forwarded-* (the default): a Forwarded it passed through is not read
@@ -63,7 +65,7 @@ def test_cookie_is_secure_only_when_a_trusted_proxy_says_https(
         assert "secure" not in _set_cookie(url, bundled_sqlite, {}).lower()
     with running_server(bundled_sqlite, tmp_path / "forwarded.log",
                         {"ELITR_TRUSTED_PROXIES": "127.0.0.1,::1",
-                         "ELITR_PROXY_HEADER": "forwarded"}) as url:
+                         "ELITR_PROXY_HEADER": "forwarded", **login}) as url:
         assert "secure" in _set_cookie(url, bundled_sqlite, forwarded).lower()
         assert "secure" not in _set_cookie(url, bundled_sqlite, x_forwarded).lower()
 

@@ -4,7 +4,9 @@ item 1), on ``server.py`` as ``make run`` starts it, in headless Chromium.
 The researcher logs in at ``http://127.0.0.1:<app>``; a page served from
 ``http://127.0.0.1:<other>`` (any local dev server or notebook) then tries, with the
 researcher's cookie in the same browser, to open the app's WebSocket and to use the project's
-routes (a login ticket, a log out). Each is refused; the app itself keeps working.
+routes (a login ticket, a log out), and to frame the logged-in dashboard (issue 41, item 2:
+a frame under a decoy page turns the researcher's clicks into the attacker's). Each is
+refused; the app itself keeps working.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ ws.onerror = () => { out.textContent = "refused"; };
 LOGOUT_FORM = """<!doctype html><title>form</title><body>
 <form method="post" action="http://127.0.0.1:APP/session/end"><input name="token" value="x">
 <button id="go">go</button></form></body>"""
+
+#: the other page framing the dashboard (clickjacking: the frame under a decoy)
+FRAME = """<!doctype html><title>frame</title><body><p>decoy</p>
+<iframe id="app" src="http://127.0.0.1:APP/" width="1200" height="700"></iframe></body>"""
 
 
 @contextmanager
@@ -74,6 +80,22 @@ def _probe(driver: object, url: str) -> str:
     return _text(driver, "#out")
 
 
+def _framed(driver: object, url: str) -> str:
+    """Load a page framing the app; the frame's text once the app would have drawn."""
+    driver.get(url)  # type: ignore[attr-defined]
+    frame = driver.find_element("id", "app")  # type: ignore[attr-defined]
+    driver.switch_to.frame(frame)  # type: ignore[attr-defined]
+    try:
+        deadline = time.monotonic() + 20  # the app draws its Home page within seconds
+        text = ""
+        while time.monotonic() < deadline and "Runs per model" not in text:
+            time.sleep(1)
+            text = _text(driver)
+        return text
+    finally:
+        driver.switch_to.default_content()  # type: ignore[attr-defined]
+
+
 def test_a_page_on_another_port_is_refused_and_the_app_works(
     bundled_sqlite: str, tmp_path: Path, browser: object, wait_for_text: Callable[..., None],
 ) -> None:
@@ -81,7 +103,8 @@ def test_a_page_on_another_port_is_refused_and_the_app_works(
     with running_server(bundled_sqlite, tmp_path / "streamlit.log", env) as url:
         app_port = url.rsplit(":", 1)[1]
         pages = {"/probe": PROBE.replace("APP", app_port),
-                 "/form": LOGOUT_FORM.replace("APP", app_port)}
+                 "/form": LOGOUT_FORM.replace("APP", app_port),
+                 "/frame": FRAME.replace("APP", app_port)}
         # the researcher logs in: the app itself works (its WebSocket, /session/start)
         _log_in(browser, url, PASSWORD, wait_for_text)
         wait_for_text(browser, "Runs per model and setting", "Log out")
@@ -89,6 +112,8 @@ def test_a_page_on_another_port_is_refused_and_the_app_works(
         with _other_site(pages) as other:
             assert _probe(browser, f"{other}/probe") == "refused"
             screenshot(browser, "same-origin-probe-refused", settle=0.5)
+            assert "Runs per model and setting" not in _framed(browser, f"{other}/frame")
+            screenshot(browser, "same-origin-frame-refused", settle=0.5)
             # a form on the other page posting to the log out route: refused (403)
             browser.get(f"{other}/form")  # type: ignore[attr-defined]
             browser.find_element("id", "go").click()  # type: ignore[attr-defined]

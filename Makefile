@@ -35,13 +35,14 @@ setup-dev: $(VENV)/.dev bytecode
 # Debian packages the tests drive, installed when missing (apt-get, as root or with sudo; the
 # tools without Recommends, which would pull in far more than the tests use):
 # `browser`: chromium + chromedriver for the real-browser tests and figure export (kaleido);
-# `tools`: nginx-light (the reverse proxy in front of the server's gate); TeX for the LaTeX
+# `tools`: nginx-light (the reverse proxy in front of the server's gate), openssl (the deploy
+# test's self-signed certificate), systemd (systemd-analyze checks the unit); TeX for the LaTeX
 # export test: pdflatex (texlive-latex-base, booktabs from texlive-latex-recommended), XeLaTeX
 # with fontspec (texlive-xetex) and a CJK font (fonts-wqy-zenhei), pdftotext (poppler-utils):
 # about 100 MB of packages, without Recommends.
 BROWSER_PACKAGES := chromium chromium-driver
-TOOL_PACKAGES := nginx-light texlive-latex-base texlive-latex-recommended texlive-xetex \
-	fonts-wqy-zenhei poppler-utils
+TOOL_PACKAGES := nginx-light openssl systemd texlive-latex-base texlive-latex-recommended \
+	texlive-xetex fonts-wqy-zenhei poppler-utils
 define apt_install
 	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -23,6 +23,7 @@ dependency, so this adds none.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -149,14 +150,15 @@ class Session:
                    cookies: Mapping[str, str] | None = None, origin: str | None = None,
                    headers: Mapping[str, str] | None = None, session_id: str = "",
                    source: str | None = None, address: tuple[str, int] | None = None,
-                   timeout: float = 120) -> Session:
+                   tls: ssl.SSLContext | None = None, timeout: float = 120) -> Session:
         """Connect to ``base_url`` (http://host:port[/base]) and run the page once.
 
         ``origin`` defaults to the base URL's own (what a browser sends); ``session_id``
         asks the server to resume that session (the browser's reconnect); ``source`` is the
         local address to connect from (a participant's own address: 127.0.0.2, ...);
         ``address`` (host, port) is where to connect whatever name ``base_url`` has (a name a
-        DNS-rebinding page made resolve to this machine)."""
+        DNS-rebinding page made resolve to this machine); ``tls`` the context a ``https``
+        URL is checked with (a test's self-signed certificate)."""
         parts = urlsplit(base_url)
         ws_url = f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}" \
                  f"{parts.path.rstrip('/')}/_stcore/stream"
@@ -168,7 +170,8 @@ class Session:
                                origin=origin or f"{parts.scheme}://{parts.netloc}",  # type: ignore[arg-type]
                                additional_headers=extra, max_size=None, open_timeout=timeout,
                                local_addr=(source, 0) if source else None,
-                               **({"host": address[0], "port": address[1]} if address else {}))
+                               **({"host": address[0], "port": address[1]} if address else {}),
+                               **({"ssl": tls} if tls else {}))
         session = cls(socket, base_url, query, page)
         await session.rerun(timeout=timeout)
         return session

@@ -10,17 +10,21 @@ max_connections cannot serve is refused at start with the fix.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import os
 import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -72,11 +76,11 @@ def _replicas(url: str, first: int, run_dir: Path) -> Iterator[subprocess.Popen[
         proc.wait(timeout=60)
 
 
-def _wait_health(base: str, run_dir: Path) -> None:
+def _wait_health(base: str, run_dir: Path, tls: ssl.SSLContext | None = None) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2, context=tls):
                 return
         except OSError:
             time.sleep(0.5)
@@ -84,23 +88,56 @@ def _wait_health(base: str, run_dir: Path) -> None:
     raise RuntimeError(f"a replica did not start: {logs[-3000:]}")
 
 
-def _site(listen: int, first: int) -> str:
-    """The shipped site with this test's listen port and replicas; the handshake's answer
-    names the replica (X-Upstream) so that the test knows whose participant is whose."""
-    text = SITE.read_text().replace("listen 80;", f"listen 127.0.0.1:{listen};")
+@dataclass(frozen=True)
+class Site:
+    """The shipped site as this test runs it: its HTTPS and plain ports, the context that
+    trusts its self-signed certificate."""
+
+    tls_port: int
+    plain_port: int
+    tls: ssl.SSLContext
+
+    @property
+    def base(self) -> str:
+        """The site's HTTPS address."""
+        return f"https://127.0.0.1:{self.tls_port}"
+
+
+def _certificate(tmp: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost (the site's example, by openssl)."""
+    cert, key = tmp / "site.pem", tmp / "site.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=localhost", "-addext",
+                    "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+def _site(site: Site, first: int, cert: Path, key: Path) -> str:
+    """The shipped site with this test's ports, replicas and certificate; every answer names
+    its replica (X-Upstream) so that the test knows whose participant is whose."""
+    text = SITE.read_text()
+    text = text.replace("listen 443 ssl http2;", f"listen 127.0.0.1:{site.tls_port} ssl http2;")
+    text = text.replace("listen 80;", f"listen 127.0.0.1:{site.plain_port};")
+    text = re.sub(r"\n *listen \[::\]:\d+[^;]*;", "", text)  # the machine may lack IPv6
+    text = text.replace("/etc/letsencrypt/live/YOUR-HOST/fullchain.pem", str(cert))
+    text = text.replace("/etc/letsencrypt/live/YOUR-HOST/privkey.pem", str(key))
     text = re.sub(r"server 127\.0\.0\.1:8501 ", f"server 127.0.0.1:{first} ", text)
     text = re.sub(r"server 127\.0\.0\.1:8502 ", f"server 127.0.0.1:{first + 1} ", text)
-    return text.replace("proxy_pass http://elitr_replicas;",
-                        "proxy_pass http://elitr_replicas;\n"
-                        "        add_header X-Upstream $upstream_addr always;")
+    return text.replace("    limit_req_status 429;",
+                        "    add_header X-Upstream $upstream_addr always;\n"
+                        "    limit_req_status 429;", 1)
 
 
 @contextmanager
-def _nginx(tmp: Path, site: str, port: int) -> Iterator[None]:
+def _nginx(tmp: Path, first: int) -> Iterator[Site]:
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not Path(nginx).exists():
         pytest.fail("nginx is required: run `make test` (it installs Debian's nginx-light)")
-    (tmp / "site.conf").write_text(site)
+    cert, key = _certificate(tmp)
+    tls = ssl.create_default_context(cafile=str(cert))
+    site = Site(_free_port(), _free_port(), tls)
+    (tmp / "site.conf").write_text(_site(site, first, cert, key))
     paths = " ".join(f"{name}_temp_path {tmp / name};"
                      for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     (tmp / "nginx.conf").write_text(
@@ -109,8 +146,8 @@ def _nginx(tmp: Path, site: str, port: int) -> Iterator[None]:
     proc = subprocess.Popen([nginx, "-e", str(tmp / "error.log"), "-p", str(tmp), "-c",
                              str(tmp / "nginx.conf")])
     try:
-        _wait_health(f"http://127.0.0.1:{port}", tmp)
-        yield
+        _wait_health(site.base, tmp, tls)
+        yield site
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -126,13 +163,14 @@ def study(pg_url: str) -> tuple[str, list[str]]:
         return pg_url, [add_annotator(session, f"p{i}", "silver") for i in range(40)]
 
 
-async def _join(base: str, tokens: list[str]) -> dict[str, list[tuple[str, Session]]]:
+async def _join(site: Site, tokens: list[str]) -> dict[str, list[tuple[str, Session]]]:
     """Participants from 127.0.0.2, .3, ... until each replica has PER_REPLICA; each scores
     two items. Returns replica -> [(address, session)]."""
     by_replica: dict[str, list[tuple[str, Session]]] = {}
     for i, token in enumerate(tokens):
         address = f"127.0.0.{i + 2}"
-        s = await Session.open(base, query=f"token={token}", source=address)
+        s = await Session.open(site.base, query=f"token={token}", source=address,
+                               tls=site.tls)
         replica = s.response_headers["x-upstream"]
         if len(by_replica.setdefault(replica, [])) >= PER_REPLICA:
             await s.close()
@@ -147,11 +185,11 @@ async def _join(base: str, tokens: list[str]) -> dict[str, list[tuple[str, Sessi
     raise AssertionError(f"nginx sent 40 addresses to {sorted(by_replica)} only")
 
 
-async def _resume(base: str, address: str, s: Session, killed: str) -> str:
+async def _resume(site: Site, address: str, s: Session, killed: str) -> str:
     """The browser's reconnect after its replica died: the same link and session id."""
     with pytest.raises(Exception):  # noqa: B017,PT011 - the socket is gone (closed/reset)
         await s.rerun(timeout=20)
-    again = await Session.open(base, query=s.query_string, source=address,
+    again = await Session.open(site.base, query=s.query_string, source=address, tls=site.tls,
                                session_id=s.session_id)
     assert again.response_headers["x-upstream"] != killed  # nginx moved it to the other
     text = again.page.text()
@@ -169,13 +207,13 @@ async def _go_on(s: Session) -> str:
     return text
 
 
-async def _crowd(base: str, tokens: list[str], run_dir: Path,
+async def _crowd(site: Site, tokens: list[str], run_dir: Path,
                  first: int) -> tuple[str, list[str], list[str]]:
-    by_replica = await _join(base, tokens)
+    by_replica = await _join(site, tokens)
     killed = f"127.0.0.1:{first}"
     pid = int((run_dir / f"replica-{first}.pid").read_text())
     os.kill(pid, signal.SIGKILL)
-    moved = [await _resume(base, address, s, killed) for address, s in by_replica[killed]]
+    moved = [await _resume(site, address, s, killed) for address, s in by_replica[killed]]
     stayed = [await _go_on(s) for replica, pairs in by_replica.items() if replica != killed
               for _, s in pairs]
     return killed, moved, stayed
@@ -198,9 +236,9 @@ def _answers(url: str) -> dict[int, list[tuple[int, int]]]:
 def test_a_killed_replicas_participants_resume_on_the_other(
         study: tuple[str, list[str]], tmp_path: Path) -> None:
     url, tokens = study
-    first, listen = _two_free_ports(), _free_port()
-    with _replicas(url, first, tmp_path), _nginx(tmp_path, _site(listen, first), listen):
-        killed, moved, stayed = asyncio.run(_crowd(f"http://127.0.0.1:{listen}", tokens,
+    first = _two_free_ports()
+    with _replicas(url, first, tmp_path), _nginx(tmp_path, first) as site:
+        killed, moved, stayed = asyncio.run(_crowd(site, tokens,
                                                    tmp_path, first))
     assert len(moved) == PER_REPLICA and len(stayed) == PER_REPLICA, killed
     for text in moved + stayed:  # back at the first open item, both answers counted
@@ -224,3 +262,124 @@ def test_too_many_replicas_for_postgresql_are_refused_at_start(pg_url: str,
     assert done.returncode != 0, text
     assert "500 server replicas need at least 5 each" in text and "max_connections = " in text
     assert "Traceback" not in text
+
+
+ASSET = re.compile(r'(?:src|href)="\./(static/[^"]+)"')
+HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'",
+           "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+           "strict-transport-security": "max-age=31536000"}
+
+
+def _ask(site: Site, conn: http.client.HTTPConnection, path: str, method: str = "GET",
+         body: bytes | None = None) -> http.client.HTTPResponse:
+    conn.request(method, path, body=body)
+    response = conn.getresponse()
+    response.read()
+    return response
+
+
+def _connect(site: Site, source: str) -> http.client.HTTPSConnection:
+    return http.client.HTTPSConnection("127.0.0.1", site.tls_port, source_address=(source, 0),
+                                       context=site.tls, timeout=120)
+
+
+def _load(site: Site, token: str, source: str) -> list[int]:
+    """What a browser fetches on arrival, over one kept-alive connection: the page, every
+    file of the front end it names, the health check and host-config; their statuses."""
+    conn = _connect(site, source)
+    conn.request("GET", f"/?token={token}")
+    page = conn.getresponse()
+    html = page.read().decode()
+    statuses = [page.status]
+    for path in ["/" + asset for asset in ASSET.findall(html)] + [
+            "/_stcore/health", "/_stcore/host-config"]:
+        statuses.append(_ask(site, conn, path).status)
+    conn.close()
+    return statuses
+
+
+async def _arrivals(site: Site, tokens: list[str], source: str) -> list[tuple[list[int], str]]:
+    """len(tokens) arrivals from one address within 1 s (a campus NAT opening the study's
+    link together): each loads the page and opens its WebSocket."""
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(len(tokens)))
+
+    async def arrive(i: int, token: str) -> tuple[list[int], str]:
+        await asyncio.sleep(i / len(tokens))
+        statuses = await asyncio.to_thread(_load, site, token, source)
+        async with await Session.open(site.base, query=f"token={token}", source=source,
+                                      tls=site.tls, timeout=300) as s:
+            return statuses, s.page.text()
+
+    return await asyncio.gather(*(arrive(i, t) for i, t in enumerate(tokens)))
+
+
+def _flood(site: Site, source: str, count: int = 400) -> list[http.client.HTTPResponse]:
+    """``count`` health checks from one address as fast as 8 connections go."""
+    def some(n: int) -> list[http.client.HTTPResponse]:
+        conn = _connect(site, source)
+        return [_ask(site, conn, "/_stcore/health") for _ in range(n)]
+    with ThreadPoolExecutor(8) as pool:
+        return [r for batch in pool.map(some, [count // 8] * 8) for r in batch]
+
+
+def _check_site(site: Site) -> None:
+    """TLS, the headers, plain HTTP redirected, metrics and host-config kept in, the body
+    limit of /session/end, a flood refused (with the headers)."""
+    conn = _connect(site, "127.0.0.20")
+    page = _ask(site, conn, "/")
+    assert page.status == 200 and page.getheader("server") == "nginx"  # no version
+    for name, value in HEADERS.items():
+        assert page.headers.get_all(name) == [value], (name, page.headers)  # once each
+    assert _ask(site, conn, "/_stcore/metrics").status == 404
+    config = _ask(site, conn, "/_stcore/host-config")
+    assert config.status == 200 and config.getheader("x-frame-options") == "DENY"
+    end = _ask(site, conn, "/session/end", "POST", b"token=" + b"0" * 65_536)
+    assert end.status == 413  # nginx closes that connection
+    assert _ask(site, _connect(site, "127.0.0.20"), "/session/end", "POST",
+                b"token=0").status == 303
+    plain = http.client.HTTPConnection("127.0.0.1", site.plain_port, timeout=30)
+    plain.request("GET", "/?token=abc")
+    moved = plain.getresponse()
+    assert moved.status == 301
+    assert moved.getheader("location") == "https://127.0.0.1/?token=abc"
+    flood = _flood(site, "127.0.0.21")
+    refused = [r for r in flood if r.status == 429]
+    assert 50 <= len(refused) < 400, len(refused)  # the burst passed, then refusals
+    assert refused[0].getheader("x-frame-options") == "DENY"
+
+
+def test_the_shipped_site_serves_tls_with_headers_and_admits_a_crowd_burst(
+        study: tuple[str, list[str]], tmp_path: Path) -> None:
+    url, tokens = study
+    first = _two_free_ports()
+    with _replicas(url, first, tmp_path), _nginx(tmp_path, first) as site:
+        arrivals = asyncio.run(_arrivals(site, tokens[:40], "127.0.0.9"))
+        _check_site(site)
+    for statuses, text in arrivals:  # every file of every arrival served, none refused
+        assert len(statuses) > 20 and set(statuses) == {200}, statuses
+        assert "Scoring with the keyboard" in text, text  # admitted to the study
+    assert len(_answers(url)) == 0 and len(arrivals) == 40
+
+
+def test_the_systemd_unit_is_hardened(tmp_path: Path) -> None:
+    """``systemd-analyze verify`` accepts the unit (its paths pointed at this checkout) and
+    ``security --offline`` rates its exposure 3.0 or less of 10 (the unit before: 9.2)."""
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.fail("systemd-analyze is required: run `make test` (it installs Debian's systemd)")
+    unit = (ROOT / "deploy" / "systemd" / "elitr-dashboard@.service").read_text()
+    (tmp_path / "env").write_text("")
+    unit = (unit.replace("/opt/elitr-bench/.venv/bin/python", sys.executable)
+            .replace("WorkingDirectory=/opt/elitr-bench", f"WorkingDirectory={ROOT}")
+            .replace("/etc/elitr-dashboard.env", str(tmp_path / "env")))
+    path = tmp_path / "elitr-dashboard@8501.service"
+    path.write_text(unit)
+    verify = subprocess.run([analyze, "verify", "--man=no", str(path)], capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert verify.returncode == 0 and not verify.stderr.strip(), verify.stderr
+    security = subprocess.run([analyze, "security", "--offline=yes", "--threshold=30",
+                               str(path)], capture_output=True, text=True, timeout=60,
+                              check=False)
+    assert security.returncode == 0, security.stdout[-2000:]
+    for setting in ("ProtectSystem=", "NoNewPrivileges=", "PrivateTmp=", "ProtectHome="):
+        assert f"✓ {setting}" in security.stdout, setting

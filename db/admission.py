@@ -22,6 +22,7 @@ from db.models import (
     Annotator,
     Assignment,
     Participation,
+    PersonalLink,
     Score,
     StudyJoin,
     StudySeat,
@@ -140,4 +141,5 @@ def _forget_annotator(session: Session, annotator_id: int) -> None:
     scored = session.execute(select(func.count()).select_from(Score)
                              .where(Score.annotator_id == annotator_id)).scalar_one()
     if not used and not scored:
+        session.execute(delete(PersonalLink).where(PersonalLink.annotator_id == annotator_id))
         session.execute(delete(Annotator).where(Annotator.id == annotator_id))

@@ -217,6 +217,16 @@ class StudyJoin(SQLModel, table=True):
     at: datetime = Field(default_factory=utcnow)
 
 
+class PersonalLink(SQLModel, table=True):
+    """The one study an annotator's personal link opens, for a link made for a study
+    (``annotator add --study``, the Studies page); an annotator without one has a pool's
+    link, which opens the studies of their pool."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", unique=True)
+    study_id: int = Field(foreign_key="study.id")
+
+
 class StudyItem(SQLModel, table=True):
     """A response a study has scored, in its task unit (a meeting, or a random batch).
 

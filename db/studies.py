@@ -26,6 +26,7 @@ from db.models import (
     Evaluator,
     Meeting,
     Participation,
+    PersonalLink,
     Question,
     Response,
     Run,
@@ -45,6 +46,19 @@ def study_by_name(*, session: Session, name: str, lock: bool = False) -> Study |
     if lock:
         stmt = stmt.with_for_update()
     return session.execute(stmt).scalar_one_or_none()
+
+
+def link_study(*, session: Session, annotator_id: int, study_id: int) -> None:
+    """Make ``annotator_id``'s personal link open ``study_id`` only."""
+    session.add(PersonalLink(annotator_id=annotator_id, study_id=study_id))
+    session.flush()
+
+
+def linked_study(*, session: Session, annotator_id: int) -> int | None:
+    """The study ``annotator_id``'s personal link was made for (None: a pool's link)."""
+    found = session.execute(select(PersonalLink.study_id).where(
+        col(PersonalLink.annotator_id) == annotator_id)).scalar_one_or_none()
+    return None if found is None else int(found)
 
 
 def study_by_id(*, session: Session, study_id: int) -> Study | None:

@@ -35,8 +35,10 @@ class StudyStatus:
     short: pd.DataFrame
 
 
-def add_annotator(session: Session, name: str, pool: str) -> str:
+def add_annotator(session: Session, name: str, pool: str, *,
+                  study_id: int | None = None) -> str:
     """Create an annotator in the gold or silver pool; return their token (shown once).
+    With ``study_id`` their link opens that study only; without, the studies of the pool.
 
     Raises
     ------
@@ -55,15 +57,21 @@ def add_annotator(session: Session, name: str, pool: str) -> str:
         raise UserError(f"the {pool} pool already has an annotator called {name!r}: "
                         "choose another name")
     token, token_hash = new_token()
-    eq.add_annotator(session=session, evaluator_id=pool_id, name=name, token_hash=token_hash)
+    row = eq.add_annotator(session=session, evaluator_id=pool_id, name=name,
+                           token_hash=token_hash)
+    if study_id is not None:
+        assert row.id is not None
+        sq.link_study(session=session, annotator_id=row.id, study_id=study_id)
     return token
 
 
 def add_study_annotator(session: Session, name: str, study: str) -> tuple[str, str]:
-    """Create an annotator in the pool of ``study`` (so their link opens it); return their
-    token (shown once) and the pool."""
-    pool = str(get_study(session, study).filters.get("pool", "silver"))
-    return add_annotator(session, name, pool), pool
+    """Create an annotator in the pool of ``study`` whose link opens that study and no other;
+    return their token (shown once) and the pool."""
+    found = get_study(session, study)
+    assert found.id is not None
+    pool = str(found.filters.get("pool", "silver"))
+    return add_annotator(session, name, pool, study_id=found.id), pool
 
 
 def study_status(session: Session, name: str) -> StudyStatus:

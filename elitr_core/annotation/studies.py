@@ -28,7 +28,7 @@ from db.evaluators import (
     evaluator_slug,
     upsert_evaluator,
 )
-from db.models import Participation, Study
+from db.models import Annotator, Participation, Study
 from db.transaction import queued_writing, reading, writing
 from elitr_core.annotation.admission import check_join_limit, claim_unit
 from elitr_core.annotation.admission import order_seed as order_seed  # re-exported
@@ -137,6 +137,21 @@ def _study_for_token(session: Session, annotator_id: int, pool_slug: str) -> str
                        "you when one starts.")
 
 
+def _own_study(session: Session, annotator: Annotator, asked: str | None) -> str | None:
+    """The study a link made for one study opens (None: a pool's link); another study asked
+    for by ``study=`` is refused, so a link never opens a study it was not made for."""
+    assert annotator.id is not None
+    linked = sq.linked_study(session=session, annotator_id=annotator.id)
+    if linked is None:
+        return None
+    own = sq.study_by_id(session=session, study_id=linked)
+    other = asked is not None and lookup_name(asked) != lookup_name(own.name if own else "")
+    if own is None or other:
+        raise AccessDenied("This personal link was made for another study: open the link "
+                           "the researcher gave you for this one, or ask them for it.")
+    return own.name
+
+
 def _check_participation(parts: list[Participation], study: Study) -> None:
     """Refuse a participant whose every task was excluded or lapsed. Entering renews no
     lease: only an answer does (``db.queue``), else a tab re-opening the link every few
@@ -168,7 +183,8 @@ def enter_with_token(engine: Engine, token: str, study_name: str | None = None) 
             raise AccessDenied("This link is not valid: check that you copied it completely, "
                                "or ask the researcher for a new one.")
         pool_slug = evaluator_slug(session=session, evaluator_id=annotator.evaluator_id)
-        name = study_name or _study_for_token(session, annotator.id, pool_slug)
+        name = _own_study(session, annotator, study_name) or study_name or \
+            _study_for_token(session, annotator.id, pool_slug)
         study = _open_study(session, name)
         assert study.id is not None
         check_pool(study, pool_slug, prolific=False)

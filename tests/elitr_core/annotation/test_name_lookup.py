@@ -38,3 +38,25 @@ def test_a_name_that_cannot_be_stored_finds_nothing(db_url: str) -> None:
         study_status(session, "Caf\u00e9\u200b study")
     with pytest.raises(AccessDenied, match="does not exist"):
         enter_with_token(engine, token, study_name="Caf\u00e9\u200b study")
+
+
+def test_a_link_made_for_a_study_opens_that_study_only(db_url: str) -> None:
+    """Issue 39: a personal link made for study A also opened study B of the same pool. A
+    link made for the pool (``annotator add --pool``) still opens the pool's studies."""
+    from elitr_core.annotation.admin import add_study_annotator
+
+    build(db_url)
+    engine = open_database(db_url)
+    with writing(engine) as session:
+        for name in (STORED, "other study"):
+            create_study(session, StudySpec(name=name, per_item=2, meetings=(MEETING,)))
+        own, _ = add_study_annotator(session, "ann", "Cafe\u0301 study")
+        pooled = add_annotator(session, "bob", "silver")
+    with pytest.raises(AccessDenied, match="made for another study"):
+        enter_with_token(engine, own, study_name="other study")
+    assert enter_with_token(engine, own).study_name == STORED  # no study= : its own
+    assert enter_with_token(engine, own, study_name="  Cafe\u0301 study").study_name == STORED
+    assert enter_with_token(engine, pooled, study_name="other study").study_name == \
+        "other study"
+    with pytest.raises(AccessDenied, match="made for another study"):
+        enter_with_token(engine, own, study_name="other study")  # nor after entering its own

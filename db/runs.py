@@ -95,6 +95,12 @@ def run_by_key(*, session: Session, key: dict[str, Any]) -> Run:
     return session.exec(select(Run).where(*(getattr(Run, k) == v for k, v in key.items()))).one()
 
 
+def stored_run(*, session: Session, key: dict[str, Any]) -> Run | None:
+    """The run with this key, if one is stored."""
+    return session.exec(select(Run).where(
+        *(getattr(Run, k) == v for k, v in key.items()))).one_or_none()
+
+
 def run_by_id(*, session: Session, run_id: int) -> Run | None:
     """The run with this id."""
     return session.get(Run, run_id)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from elitr_core.data.credentials import without_credentials
 from elitr_core.errors import UserError
 
 #: The ``schema_version`` written today; 1 is a config without one.
@@ -110,8 +111,11 @@ class GenerationConfig(RunIdentity):
         return RunIdentity.model_validate(self.model_dump(include=set(RunIdentity.model_fields)))
 
     def stored(self) -> dict[str, Any]:
-        """The JSON to store (``schema_version`` now the current one)."""
-        return {**self.model_dump(mode="json"), "schema_version": SCHEMA_VERSION}
+        """The JSON to store (``schema_version`` now the current one; no credential-like key
+        or value: ``data/credentials.py``)."""
+        stored: dict[str, Any] = without_credentials(
+            {**self.model_dump(mode="json"), "schema_version": SCHEMA_VERSION})
+        return stored
 
 
 def _schema_1_options(backend: str) -> dict[str, Any] | None:

@@ -18,10 +18,12 @@ from sqlmodel import Session
 from db import benchmark as bq
 from db import keyed
 from db import responses as pq
+from db import runs as rq
 from db.evaluators import upsert_evaluator
 from db.models import NO_SEED, Meeting, Response, Run
 from db.scores import SCORE_KEY, score_row, upsert_scores
 from elitr_core.data import records
+from elitr_core.data.credentials import without_credentials
 from elitr_core.data.model_text import storable_row
 from elitr_core.data.overwrite import Guard, guard_scores, refuse_other_split
 from elitr_core.data.report import ImportReport
@@ -71,10 +73,12 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
     """Store one run (of ``variant``) with its answers and scores; its run id."""
     model, variant = _checked_key(run, variant)
     questions = _question_ids(session, run)
+    config = without_credentials(run.config)  # api_key, token=hf_..., a DSN's password
     row = {"model": model, "setting": run.setting, "mode": run.mode, "split": run.split,
            "seed": NO_SEED, "variant": variant, "language": run.language,
            "backend": run.backend, "status": "done", "source": run.source[:512],
-           "config": run.config}
+           "config": config}
+    _refuse_other_setup(session, run, row)
     # no update columns: a run imported before keeps its config (a second import is a no-op)
     keyed.upsert(session=session, table=Run, keys=_RUN_KEY, rows=[row])
     run_id = keyed.id_map(session=session, table=Run, keys=_RUN_KEY,
@@ -102,6 +106,36 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
     report.counts["runs"] += 1
     report.counts["responses"] += len(rows)
     return run_id
+
+
+#: What shapes a harness run's answers (its identity): a second log of the same run key must
+#: agree on each, or be imported as another run (``--variant``). The log file, its ids, its
+#: status and the harness's version are not compared (two parts of one run differ in those).
+HARNESS_IDENTITY = ("source", "task", "task_version", "task_args", "model", "model_args",
+                    "generate_config", "gen_kwargs", "generation_kwargs", "chat_template_sha",
+                    "system_instruction")
+
+
+def _refuse_other_setup(session: Session, run: HarnessRun, row: dict[str, Any]) -> None:
+    """Refuse a log whose run key names a stored run made otherwise: by ``generate`` or the
+    release, or by this harness with other task arguments, model arguments or generation
+    settings (each differing field named); a log never merges into another setup's run."""
+    stored = rq.stored_run(session=session, key={k: row[k] for k in _RUN_KEY})
+    if stored is None:
+        return
+    label = _label(row["model"], row["variant"])
+    if stored.backend != run.backend:
+        raise DataFileError(run.source, f"run {label} ({run.setting}-{run.mode} {run.split}) "
+                            f"is stored already, made by {stored.backend}: import this log "
+                            "as another run with --variant NAME")
+    old = without_credentials(stored.config or {})
+    changed = [key for key in HARNESS_IDENTITY if old.get(key) != row["config"].get(key)]
+    if changed:
+        listed = ", ".join(f"{key} {old.get(key)!r} -> {row['config'].get(key)!r}"
+                           for key in changed)
+        raise DataFileError(run.source, f"run {label} ({run.setting}-{run.mode} {run.split}) "
+                            f"is stored with another setup ({listed}): import this log as "
+                            "another run with --variant NAME")
 
 
 def _label(model: str, variant: str) -> str:

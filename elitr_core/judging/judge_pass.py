@@ -17,6 +17,7 @@ from db.evaluators import evaluator_by_id, upsert_evaluator
 from db.keyed import save
 from db.models import Evaluator
 from elitr_core.backends.base import Backend
+from elitr_core.data.credentials import without_credentials
 from elitr_core.errors import UserError
 from elitr_core.passes.lifecycle import PassReport
 from elitr_core.passes.records import library_versions, now_iso, process_info, with_failure
@@ -124,7 +125,7 @@ def start_pass(evaluator: Evaluator, identity: dict[str, Any], details: dict[str
                            "process": process_info(), "todo": 0, "done": 0, "ok": 0,
                            "unparsed": 0, "usage": {}, "failures": []}
     config["passes"] = [*config.get("passes", []), run][-MAX_PASSES:]
-    evaluator.config = config
+    evaluator.config = without_credentials(config)  # a backend's details hold no secret
 
 
 def record_pass(session: Session, evaluator_id: int, counters: dict[str, Any],

@@ -215,8 +215,8 @@ def test_a_variant_tells_apart_two_runs_of_one_model_and_settings(
     lie = run_task(source, tmp_path / "lie", mode="st", judge=None, length_instruction=True)
     assert main(["import", str(logs["st"]), "--db", bundled_sqlite]) == 0
     before = snapshot(bundled_sqlite)
-    assert main(["import", str(lie), "--db", bundled_sqlite]) == 2  # its answers differ
-    assert "is stored with text" in capsys.readouterr().err
+    assert main(["import", str(lie), "--db", bundled_sqlite]) == 2  # another setup
+    assert "is stored with another setup (task_args" in capsys.readouterr().err
     assert snapshot(bundled_sqlite) == before
     assert main(["import", "--variant", "lie", str(lie), "--db", bundled_sqlite]) == 0
     found = rows(bundled_sqlite, "SELECT variant, count(*) FROM run JOIN response r ON "
@@ -260,3 +260,43 @@ def test_the_inspect_cli_on_a_real_model_then_import(
                        "run.id = r.run_id JOIN question q ON q.id = r.question_id WHERE "
                        "run.model = 'hf/smollm2'"))
     assert stored == logged and len(stored) == 2 and all(stored.values())
+
+
+SECRETS = {"api_key": "sk-" + "a" * 30, "token": "hf_" + "b" * 24, "password": "hunter2",
+           "base_url": "http://me:pw1@127.0.0.1:9/v1", "dsn": "postgresql://me:pw2@db/x",
+           "note": "key hf_" + "c" * 24, "max_tokens": 8, "temperature": 0.5}
+
+
+def test_a_second_log_with_another_setup_is_refused_and_no_credential_is_stored(
+        logs: dict[str, Path], url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39: a second log of the same run key with other task arguments merged into the
+    run, which kept the first log's config; model_args kept api_key, token=hf_... and a DSN's
+    password in the stored config."""
+    secret = _rewrite(logs["st"], tmp_path / "secret.eval",
+                      lambda log: _set(log.eval, "model_args", dict(SECRETS)))
+    assert main(["import", str(secret), "--db", url]) == 0
+    (config,), = rows(url, "SELECT config FROM run WHERE model = :m", m=MODEL)
+    config = json.loads(config) if isinstance(config, str) else config
+    assert config["model_args"] == {
+        "base_url": "http://me:[redacted]@127.0.0.1:9/v1", "dsn": "postgresql://me:[redacted]@db/x",
+        "note": "key [redacted]", "max_tokens": 8, "temperature": 0.5}
+    assert not any(text in json.dumps(config) for text in ("hunter2", "pw1", "pw2", "aaaa",
+                                                           "bbbb", "cccc"))
+    capsys.readouterr()
+    before = snapshot(url)
+    for edit, differs in (
+            (lambda log: log.eval.task_args.update(length_instruction=True), "task_args"),
+            (lambda log: log.eval.model_args.update(temperature=0.9), "model_args"),
+            (lambda log: _set(log.eval, "task_version", 7), "task_version")):
+        other = _rewrite(secret, tmp_path / "other.eval", edit)
+        assert main(["import", str(other), "--db", url]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"is stored with another setup ({differs} " in err[0], err
+        assert "--variant NAME" in err[0] and "hunter2" not in err[0]
+        assert snapshot(url) == before
+    # another key to the same server is the same setup: nothing to change
+    rekeyed = _rewrite(secret, tmp_path / "rekeyed.eval",
+                       lambda log: log.eval.model_args.update(api_key="sk-" + "d" * 30))
+    assert main(["import", str(rekeyed), "--db", url]) == 0
+    assert snapshot(url) == before

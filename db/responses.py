@@ -167,12 +167,14 @@ def interleaved_spans(*, session: Session, flt: ScoreFilter) -> list[dict[str, A
     """One row per answer of an interleaved run (mode ``int2``, ``int3``, ...) under the run
     filters of ``flt``: the columns that identify a response in the ``scores`` export
     (``model`` the run's label, :func:`db.runs.run_label`), the run's own ``model`` as
-    ``base_model``, and the answer's metadata (``meta``, which holds its memory span)."""
+    ``base_model``, the answer's metadata (``meta``, which holds its memory span) and its
+    ``run_id`` (whose config holds the run's conversations, :func:`db.runs.interleave_plans`)."""
     stmt: Any = (
         sa_select(col(Meeting.external_id).label("meeting"),
                   col(Question.number).label("question_id"), col(Run.split),
                   col(Run.setting), col(Run.mode), col(Run.seed), run_label().label("model"),
-                  col(Run.model).label("base_model"), col(Response.meta))
+                  col(Run.model).label("base_model"), col(Response.meta),
+                  col(Run.id).label("run_id"))
         .join(Run, col(Run.id) == col(Response.run_id))
         .join(Question, col(Question.id) == col(Response.question_id))
         .join(Meeting, col(Meeting.id) == col(Question.meeting_id))

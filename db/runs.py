@@ -166,3 +166,13 @@ def metas_by_run(*, session: Session, run_ids: Collection[int]) -> dict[int, lis
     return metas
 
 
+
+
+def interleave_plans(*, session: Session, run_ids: Collection[int]) -> dict[int, Any]:
+    """Run id -> the conversations an interleaved run asked (``interleave_plan`` of its config,
+    ``generation/interleave.plan_run``; None for a run stored without one, e.g. imported)."""
+    if not run_ids:
+        return {}
+    stmt = select(Run.id, Run.config).where(col(Run.id).in_(list(run_ids)))
+    return {run_id: (config or {}).get("interleave_plan")
+            for run_id, config in session.exec(stmt) if run_id is not None}

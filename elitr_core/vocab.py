@@ -180,12 +180,12 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     # interleaved conversations (stats/interleaving.py): isolated vs interleaved, score by span
     "interleaving": (
         "model", "run", "setting", "mode", "isolated", "evaluator", "n", "n_meetings",
-        "mean_isolated", "mean_interleaved", "difference", "ci_low", "ci_high", "p",
-        "wilcoxon", "p_naive", "note",
+        "n_conversations", "mean_isolated", "mean_interleaved", "difference", "ci_low",
+        "ci_high", "p", "wilcoxon", "p_naive", "note",
     ),
     "interleaving-span": (
         "model", "setting", "evaluator", "bucket", "span_low", "span_high", "n", "n_meetings",
-        "mean_span", "mean", "slope", "ci_low", "ci_high", "p", "note",
+        "n_conversations", "mean_span", "mean", "slope", "ci_low", "ci_high", "p", "note",
     ),
     # two runs question by question (e.g. a model and its retrieval run MODEL (bm25))
     "model-difference": (

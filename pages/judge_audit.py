@@ -184,11 +184,14 @@ with tab:
                     "The same question asked isolated (the model's mt run in the same setting, "
                     "and its QA-st run) and inside an interleaved conversation of K meetings "
                     "(mode int2/int3, `generate --interleave`): mean of interleaved - isolated, "
-                    "interval and p over meetings as above.", title="Isolated versus interleaved")
+                    "interval and sign-flip p over conversations (the K meetings asked together "
+                    "share a cause, so the conversation is the unit; with few conversations "
+                    "`note` says p cannot reach 0.05).", title="Isolated versus interleaved")
             section("interleaving-span",
                     "Interleaved answers by memory span (tokens between the transcript and the "
                     "question) in 4k buckets, and the trend: score per 1,000 tokens, OLS with "
-                    "errors clustered by meeting (t-test on meetings - 1 degrees of freedom).",
+                    "errors clustered by conversation (t-test on conversations - 1 degrees of "
+                    "freedom).",
                     title="Score against memory span")
         else:
             st.subheader("Isolated versus interleaved")

@@ -73,14 +73,24 @@ def unscored_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:
 
 def span_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:
     """The interleaved runs' answers under ``flt``: the columns that identify a response in
-    the ``scores`` table, the run's own ``base_model`` and the answer's memory ``span`` (empty
-    where none was recorded), for ``stats.interleaving``."""
+    the ``scores`` table, the run's own ``base_model``, the answer's memory ``span`` (empty
+    where none was recorded) and its ``conversation`` (the K meetings asked together, from the
+    run's stored plan, e.g. ``m1+m2``; empty for a run stored without a plan), for
+    ``stats.interleaving``."""
     from db.responses import interleaved_spans
+    from db.runs import interleave_plans
 
     columns = ["meeting", "question_id", "split", "setting", "mode", "seed", "model",
                "base_model"]
     rows = interleaved_spans(session=session, flt=flt)
-    frame = pd.DataFrame(rows, columns=[*columns, "meta"])
+    frame = pd.DataFrame(rows, columns=[*columns, "meta", "run_id"])
     frame["span"] = pd.array([(meta or {}).get("span") for meta in frame["meta"]],
                              dtype="Float64")
-    return frame.drop(columns="meta")
+    plans = interleave_plans(session=session, run_ids=set(frame["run_id"].tolist()))
+    within = {(run, meeting): "+".join(group["meetings"])
+              for run, plan in plans.items() if plan
+              for group in plan.get("groups", []) for meeting in group["meetings"]}
+    frame["conversation"] = pd.array(
+        [within.get((run, meeting)) for run, meeting in zip(frame["run_id"], frame["meeting"],
+                                                           strict=True)], dtype="string")
+    return frame.drop(columns=["meta", "run_id"])

@@ -3,16 +3,32 @@ against memory span.
 
 An interleaved run (mode ``int2``/``int3``, ``generation/interleave.py``) asks the questions of
 K meetings inside one conversation, each answer stored with its memory span (tokens between
-its transcript and its question). Two tables:
+its transcript and its question).
+
+The unit of inference is the *conversation*: an ``--interleave K`` run asks K meetings in one
+conversation, so whatever happens to a conversation (its length, a confusion carried from one
+meeting's questions to the next) moves all its meetings' scores together. Treating those
+meetings as independent rejects a true null far too often (a conversation effect of sd 0.5-1
+beside question noise 1: the meetings' sign-flip test at 0.14-0.36 and the span trend
+clustered by meeting at up to 0.68 instead of 0.05, ``bench/bench_validity.py``); by
+conversation both hold their level (0.04-0.06 with 10-20 conversations). Two tables:
 
 - ``interleaving``: per model, the same question answered isolated (the model's Conv-mt run,
   the same setting in mode mt, or its QA-st run) and interleaved, paired; the mean of
-  interleaved - isolated with the meeting as the unit (:func:`.paired.paired_by_meeting`, the
-  st-vs-mt code path: bootstrap interval over meetings, sign-flip test over meetings).
+  interleaved - isolated with the interleaved conversation as the unit
+  (:func:`.paired.paired_by_meeting`, the st-vs-mt code path with conversations as the
+  clusters: bootstrap interval and sign-flip test over conversations).
 - ``interleaving-span``: the interleaved answers' mean score per span bucket, and a trend row:
-  the OLS slope of score on span (per 1,000 tokens) with a cluster-robust (CR1) standard error
-  over meetings and a t-test on G - 1 degrees of freedom, G the number of meetings, as
-  statsmodels' ``OLS(...).fit(cov_type="cluster")`` does.
+  the OLS slope of score on span (per 1,000 tokens) with a cluster-robust (CR1) interval over
+  conversations on G - 1 degrees of freedom, G the number of conversations, as statsmodels'
+  ``OLS(...).fit(cov_type="cluster")`` does, and ``p`` from the wild cluster bootstrap over
+  conversations (:func:`.cluster_tests.wild_cluster_p`): the CR1 t-test rejects a true null
+  too often with few conversations when the span varies between them (runs at several
+  spans: 0.19-0.60 at 0.05 with 2-4 conversations, 0.07 with 20), the bootstrap does not.
+
+An answer's conversation comes from the run's stored plan (``data.scores.span_table``); an
+answer without one (a run stored without its plan) counts its meeting as its conversation,
+and ``note`` says so.
 
 References
 ----------
@@ -24,11 +40,15 @@ Journal of Human Resources, 50(2), 317-372.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse, stats
+from scipy.sparse.csgraph import connected_components
 
 from elitr_core.errors import DegenerateDataError, UserError
+from elitr_core.stats.cluster_tests import EXACT_WILD, wild_cluster_p
 from elitr_core.stats.frame import RESPONSE_KEY, contract_types
 from elitr_core.stats.leaderboard import response_scores
 from elitr_core.stats.paired import paired_by_meeting
@@ -41,24 +61,35 @@ SPAN_BUCKET = 4000
 #: What an interleaved question is compared with: its own setting in mode mt, and QA-st.
 ISOLATED: tuple[tuple[str | None, str], ...] = ((None, "mt"), ("qa", "st"))
 _SPAN_KEYS = [*RESPONSE_KEY, "base_model", "span"]
+#: The note of a row with an answer whose conversation is not known.
+NO_PLAN = ("a run stored without its conversations: each of its meetings is taken as its own "
+           "conversation, so the test is too small if they were asked together")
 
 
 def with_spans(df: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     """One score per response (:func:`~.leaderboard.response_scores`) with its ``run`` (the
-    run's label), ``model`` (an interleaved run's model without its span) and ``span``.
+    run's label), ``model`` (an interleaved run's model without its span), ``span`` and
+    ``conversation`` (the cluster: the answer's conversation; ``split/meeting`` where none is
+    known, marked by ``planless``).
 
     ``spans``: one row per interleaved response, the columns of ``RESPONSE_KEY`` (``model``
-    the run's label) plus ``base_model`` and ``span`` (empty where not recorded).
+    the run's label) plus ``base_model``, ``span`` (empty where not recorded) and, optionally,
+    ``conversation`` (empty where not known).
     """
     missing = [c for c in _SPAN_KEYS if c not in spans.columns]
     if missing:
         raise UserError(f"the spans frame lacks column(s) {', '.join(missing)}")
     responses = _plain(response_scores(df))
     right = _plain(spans[_SPAN_KEYS].copy())
+    right["conversation"] = (spans["conversation"].astype("string") if "conversation" in
+                             spans.columns else pd.NA)
     merged = responses.merge(right, on=list(RESPONSE_KEY), how="left", validate="many_to_one")
     merged["run"] = merged["model"]
     merged["model"] = merged["base_model"].where(merged["base_model"].notna(), merged["model"])
     merged["span"] = pd.to_numeric(merged["span"], errors="coerce")
+    merged["planless"] = merged["conversation"].isna().to_numpy()
+    merged["conversation"] = merged["conversation"].astype(object).where(
+        ~merged["planless"], merged["split"] + "/" + merged["meeting"])
     return merged.drop(columns="base_model")
 
 
@@ -91,11 +122,14 @@ def isolated_vs_interleaved(df: pd.DataFrame, spans: pd.DataFrame, n_bootstrap: 
     pandas.DataFrame
         ``INTERLEAVING_COLUMNS``: ``run`` the interleaved run's label, ``isolated`` what it is
         compared with (``Conv-mt``, ``QA-st``); ``n`` the questions answered in both,
-        ``n_meetings`` their meetings; the statistics of :func:`.paired.paired_by_meeting`.
+        ``n_meetings`` their meetings, ``n_conversations`` the interleaved conversations
+        those were asked in; the statistics of :func:`.paired.paired_by_meeting` with the
+        conversation as the cluster (interval over conversations, sign-flip ``p`` over
+        conversations; ``note`` says when there are too few for ``p`` to reach 0.05).
     """
     responses = with_spans(df, spans)
     interleaved = _interleaved(responses)
-    question = ["split", "meeting", "question_id", "evaluator"]
+    question = ["split", "meeting", "question_id", "evaluator", "conversation", "planless"]
     rows = []
     for (model, run, setting, mode, evaluator), group in interleaved.groupby(
             ["model", "run", "setting", "mode", "evaluator"], sort=True):
@@ -105,8 +139,9 @@ def isolated_vs_interleaved(df: pd.DataFrame, spans: pd.DataFrame, n_bootstrap: 
             alone = responses[(responses["run"] == model) & (responses["mode"] == iso_mode)
                               & (responses["setting"] == iso_setting)
                               & (responses["evaluator"] == evaluator)]
-            paired = pd.concat([alone.groupby(question)["score"].mean().rename("isolated"),
-                                mine], axis=1, join="inner").reset_index()
+            paired = pd.concat([alone.groupby(question[:4])["score"].mean().rename("isolated"),
+                                mine.reset_index(question[4:])], axis=1,
+                               join="inner").reset_index()
             if paired.empty:
                 continue
             label = setting_mode_label(iso_setting, iso_mode)
@@ -115,17 +150,32 @@ def isolated_vs_interleaved(df: pd.DataFrame, spans: pd.DataFrame, n_bootstrap: 
                 "isolated": label, "evaluator": evaluator,
                 "mean_isolated": float(paired["isolated"].mean()),
                 "mean_interleaved": float(paired["interleaved"].mean()),
-                **paired_by_meeting(
-                    (paired["interleaved"] - paired["isolated"]).to_numpy(float),
-                    (paired["split"] + "/" + paired["meeting"]).to_numpy(),
-                    (str(run), label, str(evaluator), "interleaving"),
-                    n_bootstrap=n_bootstrap, seed=seed, confidence=confidence,
-                    same=f"interleaved and {label} scores are the same")})
+                **_by_conversation(paired, (str(run), label, str(evaluator), "interleaving"),
+                                   n_bootstrap=n_bootstrap, seed=seed, confidence=confidence,
+                                   same=f"interleaved and {label} scores are the same")})
     if not rows:
         raise DegenerateDataError("no interleaved question was also answered isolated under "
                                   "the current filters: include the model's mt or QA-st run")
     return contract_types(pd.DataFrame(rows), INTERLEAVING_COLUMNS,
                           ["model", "run", "setting", "mode", "isolated", "evaluator"])
+
+
+def _by_conversation(paired: pd.DataFrame, names: tuple[str, ...], **options: Any
+                     ) -> dict[str, object]:
+    """:func:`.paired.paired_by_meeting` with the conversation as the cluster, its count as
+    ``n_conversations`` and the meetings counted apart."""
+    row = paired_by_meeting((paired["interleaved"] - paired["isolated"]).to_numpy(float),
+                            conversation_clusters(paired), names, unit="conversation",
+                            **options)
+    row["n_conversations"] = row.pop("n_meetings")
+    row["n_meetings"] = (paired["split"] + "/" + paired["meeting"]).nunique()
+    return _planless_note(row, paired["planless"])
+
+
+def _planless_note(row: dict[str, object], planless: pd.Series) -> dict[str, object]:
+    if planless.any():
+        row["note"] = "; ".join(n for n in (str(row.get("note") or ""), NO_PLAN) if n)
+    return row
 
 
 def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray,
@@ -161,10 +211,12 @@ def span_trend(df: pd.DataFrame, spans: pd.DataFrame, bucket: int = SPAN_BUCKET,
     -------
     pandas.DataFrame
         ``SPAN_COLUMNS``, per model, setting and evaluator: one row per bucket of ``bucket``
-        tokens (``span_low`` <= span < ``span_high``; ``n``, ``n_meetings``, ``mean_span``,
-        ``mean``), then a ``trend`` row over all of them: ``slope`` (score per 1,000 tokens
-        of span) with its cluster-robust interval and ``p`` (:func:`cluster_slope`, meetings
-        as clusters). ``note`` says why a trend cell is empty (one meeting, one span).
+        tokens (``span_low`` <= span < ``span_high``; ``n``, ``n_meetings``,
+        ``n_conversations``, ``mean_span``, ``mean``), then a ``trend`` row over all of them:
+        ``slope`` (score per 1,000 tokens of span) with its cluster-robust interval and ``p``
+        (:func:`cluster_slope`, conversations as clusters; conversations of several runs that
+        share a meeting count as one cluster, :func:`conversation_clusters`). ``note`` says
+        why a trend cell is empty (one conversation, one span) or what limits it.
     """
     responses = _interleaved(with_spans(df, spans))
     responses = responses[responses["span"].notna()]
@@ -174,33 +226,59 @@ def span_trend(df: pd.DataFrame, spans: pd.DataFrame, bucket: int = SPAN_BUCKET,
     for (model, setting, evaluator), group in responses.groupby(
             ["model", "setting", "evaluator"], sort=True):
         key = {"model": model, "setting": setting, "evaluator": evaluator}
-        meeting = (group["split"] + "/" + group["meeting"]).to_numpy()
+        clusters = conversation_clusters(group)
         low = (group["span"] // bucket * bucket).astype(int)
         for start, part in group.groupby(low.to_numpy(), sort=True):
             rows.append({**key, "bucket": f"{start:g}-{start + bucket:g}", "span_low": start,
                          "span_high": start + bucket, "n": len(part),
                          "n_meetings": part["meeting"].nunique(),
+                         "n_conversations": len(set(clusters[(low == start).to_numpy()])),
                          "mean_span": float(part["span"].mean()),
                          "mean": float(part["score"].mean())})
+        trend = _trend(group["span"].to_numpy(float) / 1000, group["score"].to_numpy(float),
+                       clusters, confidence)
         rows.append({**key, "bucket": "trend", "n": len(group),
-                     "n_meetings": len(set(meeting)), "mean_span": float(group["span"].mean()),
+                     "n_meetings": (group["split"] + "/" + group["meeting"]).nunique(),
+                     "n_conversations": len(set(clusters)),
+                     "mean_span": float(group["span"].mean()),
                      "mean": float(group["score"].mean()),
-                     **_trend(group["span"].to_numpy(float) / 1000,
-                              group["score"].to_numpy(float), meeting, confidence)})
+                     **_planless_note(trend, group["planless"])})
     return contract_types(pd.DataFrame(rows), SPAN_COLUMNS,
                           ["model", "setting", "evaluator", "bucket"])
 
 
-def _trend(x: np.ndarray, y: np.ndarray, meetings: np.ndarray,
+def conversation_clusters(answers: pd.DataFrame) -> np.ndarray:
+    """The cluster of each answer: its conversation, conversations that share a meeting
+    (two runs of one model at two spans, or two seeds' groupings) joined into one, since a
+    meeting's own difficulty is a cause they share. The components of the graph linking each
+    conversation to its meetings (``scipy.sparse.csgraph.connected_components``)."""
+    conversation = pd.factorize(answers["conversation"].astype(str))[0]
+    meeting = pd.factorize(answers["split"] + "/" + answers["meeting"])[0]
+    n_conv = int(conversation.max()) + 1
+    nodes = n_conv + int(meeting.max()) + 1
+    graph = sparse.coo_matrix((np.ones(conversation.size), (conversation, n_conv + meeting)),
+                              shape=(nodes, nodes))
+    return connected_components(graph, directed=False)[1][conversation]
+
+
+def _trend(x: np.ndarray, y: np.ndarray, clusters: np.ndarray,
            confidence: float) -> dict[str, object]:
-    if len(set(meetings)) < 2:
-        return {"note": "one meeting: the trend test needs 2 meetings or more"}
+    if len(set(clusters)) < 2:
+        return {"note": "one conversation: the trend test needs 2 conversations or more"}
     if np.ptp(x) == 0:
         return {"note": "every answer has the same span: no trend to fit"}
     if np.ptp(y) == 0:
         return {"slope": 0.0, "note": f"every score is {y[0]:g}: the residuals are all 0, "
                                       "no interval"}
-    fit = cluster_slope(x, y, meetings, confidence)
+    fit = cluster_slope(x, y, clusters, confidence)
     if not fit["se"] > 0:
         return {"slope": fit["slope"], "note": "the residuals are all 0: no interval"}
-    return {k: fit[k] for k in ("slope", "ci_low", "ci_high", "p")} | {"note": ""}
+    g = len(set(clusters))
+    out: dict[str, object] = {k: fit[k] for k in ("slope", "ci_low", "ci_high")}
+    out["note"] = ""
+    out["p"] = wild_cluster_p(x, y, clusters, rng=np.random.default_rng(0))
+    if g <= EXACT_WILD and 2.0 / (1 << g) > 1 - confidence:
+        out["note"] = (f"with {g} conversations no trend can reach p < {1 - confidence:.2g} "
+                       f"(the smallest p is {2.0 / (1 << g):.3g}); the CR1 interval is too "
+                       "narrow with so few")
+    return out

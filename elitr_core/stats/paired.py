@@ -37,7 +37,7 @@ _SAME_MEAN = 1e-12
 
 def paired_by_meeting(diff: np.ndarray, meetings: Sequence[str] | np.ndarray,
                       names: Sequence[str], *, n_bootstrap: int, seed: int,
-                      confidence: float, same: str) -> dict[str, object]:
+                      confidence: float, same: str, unit: str = "meeting") -> dict[str, object]:
     """Mean of the paired differences with the meeting as the unit: interval, test, note.
 
     Parameters
@@ -53,6 +53,9 @@ def paired_by_meeting(diff: np.ndarray, meetings: Sequence[str] | np.ndarray,
         Percentile bootstrap over meetings (``n_bootstrap = 0``: no interval).
     same : str
         What an all-zero difference means, for the note ("mt and st scores are the same").
+    unit : str
+        What a cluster is, for the notes: a ``meeting`` (default) or, for interleaved runs,
+        a ``conversation`` (:mod:`.interleaving`).
 
     Returns
     -------
@@ -93,30 +96,31 @@ def paired_by_meeting(diff: np.ndarray, meetings: Sequence[str] | np.ndarray,
         test = stats.wilcoxon(diff)
         out.update(wilcoxon=float(test.statistic), p_naive=float(test.pvalue))
     if n_meetings < 2:
-        return {"note": one_meeting_note(n_meetings), **out}
+        return {"note": one_meeting_note(n_meetings, unit), **out}
     sums = np.bincount(codes, weights=diff)
     counts = np.bincount(codes).astype(float)
     out["p"] = sign_flip_p(sums, max(n_bootstrap, 10_000), pair_rng(seed, *names, "sign-flip"))
     if "note" in out:
         return out
-    notes = [_zero_width_note(diff, sums / counts)] if n_bootstrap else []
+    notes = [_zero_width_note(diff, sums / counts, unit)] if n_bootstrap else []
     if n_bootstrap and not notes[0]:
         weights = cluster_weights(n_meetings, n_bootstrap, pair_rng(seed, *names))
         out["ci_low"], out["ci_high"] = percentile_ci(
             (weights @ sums) / (weights @ counts), confidence, f"difference of {names[0]}")
     if smallest_sign_flip_p(n_meetings) > 1 - confidence:
-        notes.append(f"with {n_meetings} meetings the sign-flip test cannot go below p = "
-                     f"{smallest_sign_flip_p(n_meetings):.3g}")
+        notes.append(f"with {n_meetings} {unit}s the sign-flip test cannot go below p = "
+                     f"{smallest_sign_flip_p(n_meetings):.3g}: no difference can reach "
+                     f"p < {1 - confidence:.2g}")
     out["note"] = "; ".join(note for note in notes if note)
     return out
 
 
-def _zero_width_note(diff: np.ndarray, meeting_means: np.ndarray) -> str:
+def _zero_width_note(diff: np.ndarray, meeting_means: np.ndarray, unit: str) -> str:
     """Why the meetings' interval is left empty: every replicate would give the same mean."""
     if np.ptp(diff) == 0:
         return f"every question's difference is {diff[0]:g}: {ZERO_WIDTH}"
     if np.ptp(meeting_means) <= _SAME_MEAN * max(1.0, float(np.abs(meeting_means).max())):
-        return f"every meeting's mean difference is {meeting_means[0]:g}: {ZERO_WIDTH}"
+        return f"every {unit}'s mean difference is {meeting_means[0]:g}: {ZERO_WIDTH}"
     return ""
 
 

@@ -54,6 +54,12 @@ def test_exports_equal_the_statistics_on_the_cli_scores(
     with reading(get_engine(judged)) as session:
         spans = span_table(session, ScoreFilter(split="test2", models=("demo",)))
     assert len(spans) == stored and spans["span"].notna().all()
+    # --interleave 2 over four meetings: two conversations of two, read from the run's plan
+    (config,), = rows(judged, "SELECT config FROM run WHERE mode = 'int2'")
+    groups = (json.loads(config) if isinstance(config, str) else config)["interleave_plan"]
+    asked = {m: "+".join(g["meetings"]) for g in groups["groups"] for m in g["meetings"]}
+    assert len(set(asked.values())) == 2
+    assert spans["conversation"].tolist() == spans["meeting"].map(asked).tolist()
     for table, build in (("interleaving", lambda: isolated_vs_interleaved(
             scores, spans, n_bootstrap=100, seed=0)),
                          ("interleaving-span", lambda: span_trend(scores, spans))):
@@ -68,6 +74,8 @@ def test_exports_equal_the_statistics_on_the_cli_scores(
     table = pd.read_csv(io.StringIO(export(capsys, "interleaving", judged)))
     assert list(table["isolated"]) == ["Conv-mt", "QA-st"]
     assert (table["run"] == "demo (3k)").all() and (table["n_meetings"] == 4).all()
+    assert (table["n_conversations"] == 2).all()
+    assert table["note"].str.contains("with 2 conversations the sign-flip test cannot").all()
     # the run filter takes an interleaved mode: the span table reads only those runs anyway
     assert export(capsys, "interleaving-span", judged, "--mode", "int2") == export(
         capsys, "interleaving-span", judged)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+import statsmodels.api as sm
 from scipy import stats
 
 from elitr_core.stats.agreement import cluster_weights, pair_rng
@@ -48,3 +49,17 @@ def exact_wilcoxon_p(diff: np.ndarray) -> float:
                       for signs in itertools.product([0, 1], repeat=diff.size)])
     extreme = np.abs(flips - total / 2) >= abs(observed - total / 2) - 1e-9
     return float(extreme.mean())
+
+
+def statsmodels_wild_p(x: np.ndarray, y: np.ndarray, clusters: np.ndarray) -> float:
+    """Every Rademacher pattern over the clusters written out, each ``y*`` refitted by
+    statsmodels' OLS with CR1 errors (``cov_type="cluster"``), the share of ``|t*| >= |t|``."""
+    def t(values: np.ndarray) -> float:
+        fit = sm.OLS(values, sm.add_constant(x)).fit(
+            cov_type="cluster", cov_kwds={"groups": clusters}, use_t=True)
+        return abs(float(fit.tvalues[1]))
+    residual = y - y.mean()
+    g = int(clusters.max()) + 1
+    flipped = [t(y.mean() + np.array(signs)[clusters] * residual)
+               for signs in itertools.product((1.0, -1.0), repeat=g)]
+    return float(np.mean(np.array(flipped) >= t(y) * (1 - 1e-9)))

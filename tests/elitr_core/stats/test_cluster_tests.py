@@ -4,7 +4,9 @@ References: the sign-flip p-value against an enumeration of every sign pattern w
 itertools (exact, 1e-12; up to 18 clusters, integer sums full of ties, against every pattern
 written out as a numpy matrix, exact), its random-pattern branch against the exact value (within 4
 Monte Carlo standard errors); the bootstrap p-value against the percentile interval of the
-same replicates (numpy.quantile).
+same replicates (numpy.quantile); the wild cluster bootstrap p-value against statsmodels'
+cluster-robust OLS refitted on every sign pattern written out (1e-12), its random branch
+against its exact one (within 4 Monte Carlo standard errors).
 """
 
 from __future__ import annotations
@@ -15,8 +17,13 @@ import numpy as np
 import pytest
 
 from elitr_core.stats import cluster_tests
-from elitr_core.stats.cluster_tests import bootstrap_p, sign_flip_p, smallest_sign_flip_p
-from tests.elitr_core.stats.cluster_references import exact_sign_flip_p
+from elitr_core.stats.cluster_tests import (
+    bootstrap_p,
+    sign_flip_p,
+    smallest_sign_flip_p,
+    wild_cluster_p,
+)
+from tests.elitr_core.stats.cluster_references import exact_sign_flip_p, statsmodels_wild_p
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -61,3 +68,28 @@ def test_bootstrap_p_inverts_the_percentile_interval(shift: float) -> None:
             assert (p < 1 - confidence) == (low > 0 or high < 0)
     assert 1 / reps.size <= p <= 1
     assert np.isnan(bootstrap_p(np.array([np.nan, np.inf])))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_wild_cluster_p_is_statsmodels_on_every_pattern(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    g = int(rng.integers(3, 7))
+    clusters = np.repeat(np.arange(g), rng.integers(2, 8, g))
+    x = rng.normal(size=clusters.size) + rng.normal(size=g)[clusters]
+    y = 0.4 * x + rng.normal(size=g)[clusters] + rng.normal(size=clusters.size)
+    assert wild_cluster_p(x, y, clusters) == pytest.approx(
+        statsmodels_wild_p(x, y, clusters), abs=1e-12)
+
+
+def test_wild_cluster_random_patterns_match_the_exact_p(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    clusters = np.repeat(np.arange(13), 4)
+    x = rng.normal(size=13)[clusters] + rng.normal(size=clusters.size) * 0.3
+    y = 0.25 * x + rng.normal(size=13)[clusters] + rng.normal(size=clusters.size)
+    monkeypatch.setattr(cluster_tests, "EXACT_WILD", 13)
+    exact = wild_cluster_p(x, y, clusters)
+    monkeypatch.setattr(cluster_tests, "EXACT_WILD", 12)
+    drawn = wild_cluster_p(x, y, clusters, 20_000, np.random.default_rng(1))
+    assert 0.01 < exact < 0.5
+    assert drawn == pytest.approx(exact, abs=4 * np.sqrt(exact * (1 - exact) / 20_000))

@@ -1,8 +1,10 @@
 """Isolated versus interleaved and score against memory span, checked against independent
 computations: the paired mean difference by hand and its sign-flip p by enumerating every sign
-pattern over meetings (itertools, exact), the trend by statsmodels' OLS with cluster-robust
-errors by meeting (tolerance 1e-9), and the states of a live study (a model with no isolated
-run, one meeting, every span the same, a constant score)."""
+pattern over conversations (itertools, exact), the trend by statsmodels' OLS with
+cluster-robust errors by conversation (slope and interval, tolerance 1e-9; its p by
+statsmodels refitted on every wild-bootstrap sign pattern, 1e-12), and the states of a live study (a
+model with no isolated run, one conversation, every span the same, a constant score, a run
+stored without its conversations, too few conversations for p < 0.05)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,11 @@ from elitr_core.stats.interleaving import (
     span_trend,
 )
 from elitr_core.vocab import SCORE_COLUMNS
+from tests.elitr_core.stats.cluster_references import statsmodels_wild_p
 
 MEETINGS = [f"meeting_en_dev_{i:03d}" for i in range(1, 7)]
+#: ``--interleave 2``: the six meetings asked in three conversations of two.
+CONVERSATION = {m: "+".join(MEETINGS[i // 2 * 2: i // 2 * 2 + 2]) for i, m in enumerate(MEETINGS)}
 
 
 def scores_and_spans(rng: np.random.Generator, questions: int = 4) -> tuple[pd.DataFrame,
@@ -39,13 +44,14 @@ def scores_and_spans(rng: np.random.Generator, questions: int = 4) -> tuple[pd.D
         if mode == "int2":
             spans.append({"meeting": meeting, "question_id": number, "split": "dev",
                           "setting": setting, "mode": mode, "seed": 2023, "model": label,
-                          "base_model": "M", "span": float(rng.integers(10_000, 22_000))})
+                          "base_model": "M", "span": float(rng.integers(10_000, 22_000)),
+                          "conversation": CONVERSATION[meeting]})
     return pd.DataFrame(rows, columns=list(SCORE_COLUMNS)), pd.DataFrame(spans)
 
 
-def exact_sign_flip(diff: pd.Series, meetings: pd.Series) -> float:
-    """Every one of the 2^M sign patterns over the meetings' sums."""
-    sums = diff.groupby(meetings).sum().to_numpy()
+def exact_sign_flip(diff: pd.Series, clusters: pd.Series) -> float:
+    """Every one of the 2^M sign patterns over the clusters' sums."""
+    sums = diff.groupby(clusters).sum().to_numpy()
     observed = abs(sums.sum())
     totals = [abs(np.dot(signs, sums))
               for signs in itertools.product((1, -1), repeat=len(sums))]
@@ -62,13 +68,18 @@ def test_isolated_vs_interleaved_equals_a_hand_computation() -> None:
         alone = df[(df["mode"] == mode) & (df["setting"] == setting)].set_index(
             ["meeting", "question_id"])["score"]
         diff = (interleaved - alone).dropna()
-        meetings = pd.Series(diff.index.get_level_values("meeting"), index=diff.index)
+        conversations = pd.Series(diff.index.get_level_values("meeting").map(CONVERSATION),
+                                  index=diff.index)
         assert (row["model"], row["run"], row["mode"]) == ("M", "M (16k)", "int2")
-        assert row["n"] == 24 and row["n_meetings"] == 6
+        assert row["n"] == 24 and row["n_meetings"] == 6 and row["n_conversations"] == 3
         assert row["difference"] == pytest.approx(diff.mean(), abs=1e-12)
         assert row["mean_isolated"] == pytest.approx(alone.mean(), abs=1e-12)
-        assert row["p"] == pytest.approx(exact_sign_flip(diff, meetings), abs=1e-12)
+        assert row["p"] == pytest.approx(exact_sign_flip(diff, conversations), abs=1e-12)
         assert row["ci_low"] <= row["difference"] <= row["ci_high"]
+        # three conversations: 2 of the 8 sign patterns are the observed one and its negation
+        assert row["p"] >= 0.25 and row["note"] == (
+            "with 3 conversations the sign-flip test cannot go below p = 0.25: no difference "
+            "can reach p < 0.05")
 
 
 def test_span_trend_equals_statsmodels_cluster_ols() -> None:
@@ -78,13 +89,17 @@ def test_span_trend_equals_statsmodels_cluster_ols() -> None:
     joined = df[df["mode"] == "int2"].merge(spans, on=["meeting", "question_id"])
     x = joined["span"].to_numpy() / 1000
     fit = sm.OLS(joined["score"].to_numpy(), sm.add_constant(x)).fit(
-        cov_type="cluster", cov_kwds={"groups": pd.factorize(joined["meeting"])[0]},
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(joined["conversation"])[0]},
         use_t=True)
     low, high = fit.conf_int(alpha=0.05)[1]
     assert trend["slope"] == pytest.approx(fit.params[1], abs=1e-9)
-    assert trend["p"] == pytest.approx(fit.pvalues[1], abs=1e-9)
+    groups = pd.factorize(joined["conversation"])[0]
+    assert trend["p"] == pytest.approx(statsmodels_wild_p(x, joined["score"].to_numpy(float),
+                                                          groups), abs=1e-12)
+    assert trend["note"] == ("with 3 conversations no trend can reach p < 0.05 (the smallest "
+                             "p is 0.25); the CR1 interval is too narrow with so few")
     assert (trend["ci_low"], trend["ci_high"]) == pytest.approx((low, high), abs=1e-9)
-    assert trend["n"] == 36 and trend["n_meetings"] == 6
+    assert trend["n"] == 36 and trend["n_meetings"] == 6 and trend["n_conversations"] == 3
     buckets = table[table["bucket"] != "trend"]
     assert buckets["n"].sum() == 36
     for _, row in buckets.iterrows():
@@ -109,9 +124,9 @@ def test_live_study_states_leave_cells_empty_and_say_why() -> None:
         span_trend(df[df["mode"] != "int2"], spans)
     one = df[df["meeting"] == MEETINGS[0]]
     row = isolated_vs_interleaved(one, spans, n_bootstrap=50).iloc[0]
-    assert pd.isna(row["p"]) and pd.isna(row["ci_low"]) and "meeting" in row["note"]
+    assert pd.isna(row["p"]) and pd.isna(row["ci_low"]) and "one conversation" in row["note"]
     trend = span_trend(one, spans).set_index("bucket").loc["trend"]
-    assert pd.isna(trend["slope"]) and "2 meetings" in trend["note"]
+    assert pd.isna(trend["slope"]) and "2 conversations" in trend["note"]
     flat = spans.assign(span=15_000.0)
     trend = span_trend(df, flat).set_index("bucket").loc["trend"]
     assert pd.isna(trend["p"]) and "same span" in trend["note"]
@@ -120,3 +135,49 @@ def test_live_study_states_leave_cells_empty_and_say_why() -> None:
     assert row["difference"] == 0 and "the same" in row["note"]
     trend = span_trend(constant, spans).set_index("bucket").loc["trend"]
     assert trend["slope"] == pytest.approx(0.0, abs=1e-12) and "residuals" in trend["note"]
+
+
+def test_conversations_not_meetings_are_the_clusters() -> None:
+    """The same scores give another p and interval with meetings as the clusters (the old
+    tables) than with their conversations; the table's are the conversations'."""
+    df, spans = scores_and_spans(np.random.default_rng(13), questions=5)
+    as_meetings = spans.assign(conversation=spans["meeting"])
+    paired = isolated_vs_interleaved(df, spans, n_bootstrap=200, seed=1).iloc[0]
+    alone = isolated_vs_interleaved(df, as_meetings, n_bootstrap=200, seed=1).iloc[0]
+    assert (paired["n_conversations"], alone["n_conversations"]) == (3, 6)
+    assert paired["difference"] == alone["difference"]
+    keyed = df.set_index(["meeting", "question_id", "setting", "mode"])["score"]
+    diff = (keyed.xs(("conv", "int2"), level=("setting", "mode"))
+            - keyed.xs(("conv", "mt"), level=("setting", "mode")))
+    meeting = pd.Series(diff.index.get_level_values("meeting"), index=diff.index)
+    assert paired["p"] == pytest.approx(exact_sign_flip(diff, meeting.map(CONVERSATION)))
+    assert alone["p"] == pytest.approx(exact_sign_flip(diff, meeting))
+    assert paired["p"] != pytest.approx(alone["p"])
+    trend = span_trend(df, spans).set_index("bucket").loc["trend"]
+    by_meeting = span_trend(df, as_meetings).set_index("bucket").loc["trend"]
+    assert trend["slope"] == pytest.approx(by_meeting["slope"], abs=1e-12)
+    assert trend["p"] != pytest.approx(by_meeting["p"], abs=1e-6)
+
+
+def test_a_run_without_its_conversations_is_said() -> None:
+    df, spans = scores_and_spans(np.random.default_rng(13))
+    planless = spans.assign(conversation=pd.NA)
+    row = isolated_vs_interleaved(df, planless, n_bootstrap=50).iloc[0]
+    assert row["n_conversations"] == 6 and "without its conversations" in row["note"]
+    trend = span_trend(df, planless).set_index("bucket").loc["trend"]
+    assert "without its conversations" in trend["note"] and pd.notna(trend["p"])
+    assert "without" not in isolated_vs_interleaved(df, spans, n_bootstrap=50).iloc[0]["note"]
+
+
+def test_conversations_of_two_runs_sharing_a_meeting_are_one_cluster() -> None:
+    """A second run of M grouped other meetings together (another seed): its conversations
+    and the first run's share meetings, so the span trend over both runs joins them; with
+    groupings (1+2, 3+4, 5+6) and (2+3, 4+5, 1+6) everything is one cluster."""
+    df, spans = scores_and_spans(np.random.default_rng(17))
+    other = {m: "+".join(sorted((m, MEETINGS[(i + (1 if i % 2 else -1)) % 6])))
+             for i, m in enumerate(MEETINGS)}
+    second = df[df["mode"] == "int2"].assign(seed=7)
+    second_spans = spans.assign(seed=7, conversation=spans["meeting"].map(other))
+    trend = span_trend(pd.concat([df, second]), pd.concat([spans, second_spans]))
+    row = trend.set_index("bucket").loc["trend"]
+    assert row["n_conversations"] == 1 and pd.isna(row["p"]) and "one conversation" in row["note"]

@@ -63,7 +63,8 @@ def test_against_explicit_resampling_and_enumerated_tests() -> None:
                                       ("M", "M (bm25)", "qa", "st", "gpt-4"), 400, seed=3)
     assert (got["ci_low"], got["ci_high"]) == pytest.approx(
         tuple(np.quantile(reps, [0.025, 0.975])), abs=1e-12)
-    assert got["note"] == "with 4 meetings the sign-flip test cannot go below p = 0.125"
+    assert got["note"] == ("with 4 meetings the sign-flip test cannot go below p = 0.125: no "
+                           "difference can reach p < 0.05")
 
 
 def test_a_pair_sharing_questions_in_some_meetings_resamples_those_meetings_only() -> None:

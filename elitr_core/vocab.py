@@ -122,7 +122,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "calibration": ("reference", "evaluator", "bin", "n", "mean", "ci_low", "ci_high", "note"),
     "icc": ("raters", "group", "icc_type", "icc", "ci_low", "ci_high", "n_targets", "n_raters",
-            "note"),
+            "alpha", "note"),
     "elo": ("model", "evaluator", "rating", "ci_low", "ci_high", "note"),
     # a reliability-weighted silver aggregate (stats/dawid_skene): per response, per annotator,
     # and how close each aggregate comes to gold

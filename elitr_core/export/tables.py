@@ -84,7 +84,7 @@ def _icc_note_rows(forms: tuple[str, ...], note: str) -> pd.DataFrame:
     from elitr_core.stats.icc import ICC_COLUMNS
 
     nan = float("nan")
-    return pd.DataFrame([("all", form, nan, nan, nan, 0, 0, note) for form in forms],
+    return pd.DataFrame([("all", form, nan, nan, nan, 0, 0, nan, note) for form in forms],
                         columns=list(ICC_COLUMNS))
 
 

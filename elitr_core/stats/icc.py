@@ -17,25 +17,26 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any
 
-import krippendorff
 import numpy as np
 import pandas as pd
 import pingouin
 
 from elitr_core.errors import DegenerateDataError, UserError
+from elitr_core.stats.alpha import KRIPPENDORFF_LEVELS, alpha_cell, alpha_of
 from elitr_core.stats.frame import (
     RESPONSE_KEY,
-    by_named_annotator,
     check_columns,
     check_not_empty,
     per_response,
 )
 from elitr_core.stats.icc_design import (
+    annotator_rows,
     dropped_targets_note,
     join_notes,
     overall_slots,
+    response_slots,
     usable_raters,
 )
 from elitr_core.vocab import EXPORT_COLUMNS
@@ -48,7 +49,7 @@ _PINGOUIN_NAMES: dict[str, str] = {
     "ICC1k": "ICC(1,k)", "ICC2k": "ICC(2,k)", "ICC3k": "ICC(3,k)",
 }
 NAN_POLICIES = ("raise", "omit")
-KRIPPENDORFF_LEVELS = ("nominal", "ordinal", "interval", "ratio")
+__all__ = ["KRIPPENDORFF_LEVELS", "icc_table", "krippendorff_alpha"]
 #: Koo & Li (2016) bands below 0.9: (exclusive upper bound, reading); 0.9 itself is "good"
 _READINGS = ((0.5, "poor"), (0.75, "moderate"), (0.9, "good"))
 _PINGOUIN_LOCK = threading.Lock()
@@ -105,6 +106,9 @@ def _complete_table(long: pd.DataFrame, nan_policy: str,
         raise DegenerateDataError(join_notes(
             f"{label}: an ICC needs at least 2 complete targets and 2 raters, found "
             f"{table.shape[0]} target(s) and {table.shape[1]} rater(s)", note))
+    if table.size < 5:  # pingouin's two-way ANOVA refuses fewer (an assertion, not a message)
+        raise DegenerateDataError(f"{label}: an ICC needs at least 5 ratings in a complete "
+                                  f"table, found {table.shape[0]} x {table.shape[1]}")
     if np.ptp(table.to_numpy(float)) == 0:
         raise DegenerateDataError(f"{label}: every rating is the same, the ICC is undefined")
     return table, int(incomplete.sum()), note
@@ -176,7 +180,7 @@ def _values(row: pd.Series, name: str, disagreement: bool) -> list[float]:
 
 
 def _icc_rows(table: pd.DataFrame, group: str, forms: Sequence[str],
-              note: str = "") -> list[tuple[Any, ...]]:
+              note: str = "", alpha: float = np.nan) -> list[tuple[Any, ...]]:
     degenerate = degenerate_note(table)
     result = _pingouin_icc(table)
     rows = []
@@ -186,7 +190,7 @@ def _icc_rows(table: pd.DataFrame, group: str, forms: Sequence[str],
             raise RuntimeError(f"unknown pingouin ICC type {row['Type']!r}: update the name map")
         if name in forms:
             values = _values(row, name, degenerate.startswith("complete disagreement"))
-            rows.append((group, name, *values, table.shape[0], table.shape[1],
+            rows.append((group, name, *values, table.shape[0], table.shape[1], alpha,
                          join_notes(note, degenerate)))
     rows.sort(key=lambda r: ICC_TYPES.index(r[1]))
     return rows
@@ -211,6 +215,7 @@ def icc_table(
     nan_policy: str = "raise",
     forms: Sequence[str] | None = None,
     raise_if_none: bool = True,
+    alpha: bool = True,
 ) -> pd.DataFrame:
     """Intraclass correlations with 95% CIs, per group, from long-format ratings.
 
@@ -228,12 +233,17 @@ def icc_table(
         Subset of ``ICC_TYPES`` (default: all six).
     raise_if_none : bool
         Raise when no group gives an ICC (default); with ``False`` return their note rows.
+    alpha : bool
+        Fill ``alpha`` (default); ``False`` leaves it empty (the caller computes it on other
+        rows, as the overall ICC does on the annotators rather than the slots).
 
     Returns
     -------
     pandas.DataFrame
         ``ICC_COLUMNS``: group, icc_type, icc, ci_low, ci_high, n_targets (complete targets
-        used), n_raters (raters kept), note. ``attrs["dropped_targets"]`` maps each group to
+        used), n_raters (raters kept), alpha (Krippendorff's alpha, interval metric, of the
+        group's every rating, incomplete targets included: :mod:`.alpha`; only with
+        ``alpha``), note. ``attrs["dropped_targets"]`` maps each group to
         the number of incomplete targets dropped. The note says which raters and targets
         ``nan_policy="omit"`` left out and why. Degenerate tables get empty cells and a
         ``note`` naming the cause (:func:`degenerate_note`: complete disagreement, perfect
@@ -263,6 +273,8 @@ def icc_table(
     dropped: dict[str, int] = {}
     refused: list[DegenerateDataError] = []
     for name, part in groups:
+        value, alpha_note = (alpha_cell(part, _TARGET, _RATER, _RATING) if alpha
+                             else (np.nan, ""))
         try:
             table, dropped[name], note = _complete_table(
                 part[[_TARGET, _RATER, _RATING]], nan_policy, f"group {name}")
@@ -273,29 +285,16 @@ def icc_table(
             refused.append(error)
             counts = part.dropna(subset=[_RATING])
             rows.extend((name, form, np.nan, np.nan, np.nan, counts[_TARGET].nunique(),
-                         counts[_RATER].nunique(), str(error).removeprefix(f"group {name}: "))
+                         counts[_RATER].nunique(), value,
+                         join_notes(str(error).removeprefix(f"group {name}: "), alpha_note))
                         for form in ICC_TYPES if form in chosen)
             continue
-        rows.extend(_icc_rows(table, name, chosen, note))
+        rows.extend(_icc_rows(table, name, chosen, join_notes(note, alpha_note), value))
     if len(refused) == len(groups) and raise_if_none:
         raise refused[0]
     out = pd.DataFrame(rows, columns=list(ICC_COLUMNS))
     out.attrs["dropped_targets"] = dropped
     return out
-
-
-def _annotator_rows(df: pd.DataFrame, evaluator: str) -> pd.DataFrame:
-    """Individual annotator scores of a human pool, one per (response, annotator)."""
-    check_columns(df, [*RESPONSE_KEY, "evaluator", "annotator", "score"])
-    pool = df[(df["evaluator"] == evaluator) & df["score"].notna()]
-    pool = by_named_annotator(pool)
-    if pool.empty:
-        raise DegenerateDataError(
-            f"no individual annotator score for {evaluator} (only aggregate rows, or none): "
-            "import the per-annotator scores of the study first")
-    out = pool.assign(_target=pool.groupby(list(RESPONSE_KEY), sort=False, dropna=False).ngroup())
-    # several samples of one annotator on one response are averaged into one rating
-    return out.groupby(["meeting", _TARGET, "annotator"], as_index=False)["score"].mean()
 
 
 def annotator_icc_per_meeting(df: pd.DataFrame, evaluator: str = "silver-human",
@@ -308,7 +307,7 @@ def annotator_icc_per_meeting(df: pd.DataFrame, evaluator: str = "silver-human",
     paper reads ICC(2,k): two-way random effects, absolute agreement, mean of k annotators. A
     meeting without two annotators on two common responses gets a row with only its note.
     """
-    rows = _annotator_rows(df, evaluator)
+    rows = annotator_rows(df, evaluator)
     return icc_table(rows, _TARGET, "annotator", "score", group="meeting",
                      nan_policy=nan_policy, forms=forms, raise_if_none=raise_if_none)
 
@@ -318,22 +317,32 @@ def annotator_icc_overall(df: pd.DataFrame, evaluator: str = "silver-human",
                           nan_policy: str = "omit") -> pd.DataFrame:
     """ICC over all meetings when annotators differ across meetings (group ``"all"``).
 
-    Within each meeting the annotators kept (sorted by name) become rater slots 1..k, so every
-    response has k ratings; only the one-way model, ICC(1,k) or ICC(1), is meaningful since
-    a slot is not one person. :func:`~elitr_core.stats.icc_design.overall_slots` says which
-    annotators and targets it leaves out (a late annotator with a few items, a meeting with
-    more annotators than another), in the ``note``.
+    Every response's ratings become rater slots 1..k, so every response has k ratings; only
+    the one-way model, ICC(1,k) or ICC(1), is meaningful since a slot is not one person, and
+    it needs no shared raters. Two ways to fill the slots, whichever keeps more ratings (the
+    meetings' on a tie): per meeting, its annotators kept (sorted by name), for studies where
+    a meeting's annotators rate its responses together
+    (:func:`~elitr_core.stats.icc_design.overall_slots`); per response, its first k ratings by
+    annotator name, for random assignment (``--assignment random --batch 8``: three
+    annotators a response, no two sharing a second one;
+    :func:`~elitr_core.stats.icc_design.response_slots`). The ``note`` says which it used and
+    what it left out; ``alpha`` is Krippendorff's alpha of every annotator rating.
     """
-    rows = _annotator_rows(df, evaluator)
+    rows = annotator_rows(df, evaluator)
     if nan_policy == "raise":
         return _overall_raising(rows, forms)
     slots, note = overall_slots(rows, _TARGET, "annotator", "score")
+    by_response, response_note = response_slots(rows, _TARGET, "annotator", "score")
+    if len(by_response) > len(slots):
+        slots, note = by_response, response_note
     if slots.empty:
         raise DegenerateDataError(join_notes(
-            f"{evaluator}: no meeting has two annotators on two common responses, so there is "
-            "no overall ICC yet", note))
-    out = icc_table(slots, _TARGET, "slot", "score", nan_policy="raise", forms=forms)
-    out["note"] = [join_notes(note, n) for n in out["note"]]
+            f"{evaluator}: no response has two annotator ratings, so there is no overall ICC "
+            "yet", note))
+    out = icc_table(slots, _TARGET, "slot", "score", nan_policy="raise", forms=forms,
+                    alpha=False)
+    out["alpha"], alpha_note = alpha_cell(rows, _TARGET, "annotator", "score")
+    out["note"] = [join_notes(note, n, alpha_note) for n in out["note"]]
     return out
 
 
@@ -379,14 +388,5 @@ def krippendorff_alpha(df: pd.DataFrame, evaluator: str = "silver-human",
     if level not in KRIPPENDORFF_LEVELS:
         raise UserError(f"level must be one of {', '.join(KRIPPENDORFF_LEVELS)}, not {level!r}")
     check_not_empty(df)
-    rows = _annotator_rows(df, evaluator)
-    matrix = rows.pivot(index="annotator", columns=_TARGET, values="score").to_numpy(float)
-    paired = (np.isfinite(matrix).sum(axis=0) >= 2).sum()
-    if matrix.shape[0] < 2 or paired == 0:
-        raise DegenerateDataError(
-            f"{evaluator}: Krippendorff's alpha needs a response rated by at least 2 annotators "
-            f"({matrix.shape[0]} annotator(s), {paired} response(s) rated twice or more)")
-    if np.unique(matrix[np.isfinite(matrix)]).size < 2:
-        raise DegenerateDataError(f"{evaluator}: every rating is the same, alpha is undefined")
-    metric = cast(Literal["nominal", "ordinal", "interval", "ratio"], level)
-    return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=metric))
+    return alpha_of(annotator_rows(df, evaluator), _TARGET, "annotator", "score", level,
+                    label=evaluator)

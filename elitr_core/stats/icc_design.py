@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from elitr_core.errors import DegenerateDataError
+from elitr_core.stats.frame import RESPONSE_KEY, by_named_annotator, check_columns
+
 
 def _ratings_used(rated: pd.DataFrame, raters: list[object]) -> int:
     return int(rated[raters].all(axis=1).sum()) * len(raters)
@@ -118,3 +121,53 @@ def overall_slots(rows: pd.DataFrame, target: str, rater: str,
              else pd.DataFrame(columns=["meeting", target, "slot", rating]))
     notes.sort(key=lambda item: str(item[0]))
     return frame, "; ".join(f"{m}: {n}" for m, n in notes)
+
+
+def annotator_rows(df: pd.DataFrame, evaluator: str) -> pd.DataFrame:
+    """Individual annotator scores of a human pool, one per (response, annotator): columns
+    ``meeting``, ``_target`` (the response), ``annotator``, ``score``."""
+    check_columns(df, [*RESPONSE_KEY, "evaluator", "annotator", "score"])
+    pool = df[(df["evaluator"] == evaluator) & df["score"].notna()]
+    pool = by_named_annotator(pool)
+    if pool.empty:
+        raise DegenerateDataError(
+            f"no individual annotator score for {evaluator} (only aggregate rows, or none): "
+            "import the per-annotator scores of the study first")
+    out = pool.assign(_target=pool.groupby(list(RESPONSE_KEY), sort=False, dropna=False).ngroup())
+    # several samples of one annotator on one response are averaged into one rating
+    return out.groupby(["meeting", "_target", "annotator"], as_index=False,
+                       observed=True)["score"].mean()
+
+
+def response_slots(rows: pd.DataFrame, target: str, rater: str,
+                   rating: str) -> tuple[pd.DataFrame, str]:
+    """Rater slots 1..k per response: each response's first k ratings by rater name, for the
+    one-way ICC of a study where raters are assigned at random (no two share a response).
+
+    k (at least 2) is the one that puts the most ratings into the complete table, ``k`` times
+    the responses with ``k`` ratings or more, the larger k on a tie (the rule of
+    :func:`usable_raters`); responses with fewer are left out, and a response's ratings past
+    the k-th are too.
+
+    Returns
+    -------
+    tuple
+        Long rows ``meeting, target, slot, rating`` (empty when no response has two ratings)
+        and a sentence saying how the slots were filled and what was left out.
+    """
+    rated = rows[rows[rating].notna()].copy()
+    rated["_name"] = rated[rater].astype(str)
+    rated = rated.sort_values([target, "_name"], kind="stable")
+    counts = rated.groupby(target).size()
+    if counts.empty or counts.max() < 2:
+        return pd.DataFrame(columns=["meeting", target, "slot", rating]), ""
+    k = max(range(2, int(counts.max()) + 1), key=lambda c: (c * int((counts >= c).sum()), c))
+    rated["slot"] = rated.groupby(target).cumcount() + 1
+    keep = rated[target].map(counts >= k).astype(bool) & (rated["slot"] <= k)
+    short, extra = int((counts < k).sum()), int((counts - k).clip(lower=0).sum())
+    left = [f"{short} response(s) with fewer than {k} ratings" if short else "",
+            f"{extra} rating(s) past the {k}th of a response" if extra else ""]
+    note = join_notes(f"slots per response: each response's first {k} ratings by annotator "
+                      "name (no shared raters needed for the one-way ICC)",
+                      "left out " + " and ".join(x for x in left if x) if any(left) else "")
+    return rated.loc[keep, ["meeting", target, "slot", rating]].reset_index(drop=True), note

@@ -107,7 +107,7 @@ def test_early_annotators_who_never_overlap_leave_the_rest_intact(
     crowd = table[table["raters"] == "crowd annotators"].set_index("group")
     assert crowd["icc"].isna().all()
     assert "1 rater(s)" in crowd.loc[DEV, "note"] and "0 target(s)" in crowd.loc[TEST2, "note"]
-    assert "no meeting has two annotators" in crowd.loc["all", "note"]
+    assert "no response has two annotator ratings" in crowd.loc["all", "note"]
     means = export(capsys, db_url, "evaluator-means").set_index(["model", "evaluator"])
     gold_a = means.loc[("A", "gold-human")]
     assert gold_a["n"] == 2 * len(SETTINGS) * QUESTIONS  # its own 24 responses, not 3

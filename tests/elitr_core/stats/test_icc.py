@@ -161,7 +161,7 @@ def test_individual_annotators_are_required() -> None:
     one = wide_to_long([[v[0]] for v in SHROUT_FLEISS])
     with pytest.raises(DegenerateDataError, match="1 rater"):
         annotator_icc_per_meeting(one)
-    with pytest.raises(DegenerateDataError, match="at least 2 annotators"):
+    with pytest.raises(DegenerateDataError, match="at least 2 raters"):
         krippendorff_alpha(one)
 
 

@@ -19,10 +19,11 @@ Under the truth both are nonnegative martingales, so by Ville's inequality the h
 ``max(K+/2, K-/2)`` reaches ``1/alpha`` with probability at most ``alpha`` ever. The sequence is
 the set of ``m`` not yet rejected (the running intersection). The bets are the predictable
 plug-in empirical-Bernstein ones (PrPl-EB, their eq. 26-27): from the mean and variance of
-the scores before, shrinking as ``1/sqrt(t log(1+t))``, capped at ``CAP``. They do not depend
-on ``m``, so ``log K+_t`` is decreasing and concave in ``m`` and ``log K-_t`` increasing:
-the sequence is an interval at every ``t`` whose bounds are roots, found here by Newton's
-method from the side where it converges monotonically (:func:`betting_cs`). The time at which
+the scores before, shrinking as ``1/sqrt(t log(1+t))``; the capital is split between a bettor
+whose bets are capped at ``CAP`` and one whose bets are capped at ``SCALED_CAP / m`` (and
+``/ (1 - m)`` for ``K-``: :func:`diversified`). ``log K+_t`` is decreasing in ``m`` and
+``log K-_t`` increasing: the sequence is an interval at every ``t`` whose bounds are roots,
+found here by bisection (:func:`betting_cs`). The time at which
 a candidate mean is first rejected is monotone in the candidate too, which gives the first
 time the interval is narrower than a target without computing it at every step
 (:func:`stopping_time`).
@@ -56,12 +57,12 @@ import numpy as np
 
 from elitr_core.errors import UserError
 
-#: the largest bet, a share of the capital (Waudby-Smith & Ramdas suggest 1/2 or 3/4)
+#: the bets' truncations (Waudby-Smith & Ramdas suggest 1/2 or 3/4): one bettor's bets are
+#: capped at CAP, the other's against a mean m at SCALED_CAP / m (:func:`diversified`)
 CAP = 0.5
-#: Newton stops when every bound moved less than this (in the [0, 1] scale)
-TOLERANCE = 1e-11
-#: the bounds are moved outwards by this much: Newton approaches the root from inside
-OUTWARD = 1e-9
+SCALED_CAP = 0.75
+#: bisection stops when every bound is known to this (in the [0, 1] scale)
+TOLERANCE = 1e-10
 _CELLS = 4_000_000
 
 
@@ -78,44 +79,69 @@ def _check(x: np.ndarray, low: float, high: float, confidence: float) -> np.ndar
     return (values - low) / (high - low)
 
 
-def prpl_bets(z: np.ndarray, alpha: float, cap: float = CAP) -> np.ndarray:
+def prpl_bets(z: np.ndarray, alpha: float) -> np.ndarray:
     """PrPl-EB bets for scores ``z`` in [0, 1] (rows are samples), each from earlier scores only.
 
-    ``lambda_t = min(sqrt(2 log(2/alpha) / (sigma2_{t-1} t log(1+t))), cap)`` with
+    ``lambda_t = sqrt(2 log(2/alpha) / (sigma2_{t-1} t log(1+t)))`` with
     ``mu_t = (1/2 + sum x_i) / (t+1)`` and ``sigma2_t = (1/4 + sum (x_i - mu_i)^2) / (t+1)``,
-    ``sigma2_0 = 1/4`` (Waudby-Smith & Ramdas 2023, eq. 26-27, the hedged two-sided version).
+    ``sigma2_0 = 1/4`` (Waudby-Smith & Ramdas 2023, eq. 26-27), before the truncation
+    the caps of :func:`diversified` apply for each candidate mean.
     """
     t = np.arange(1, z.shape[1] + 1)
     mean = (0.5 + np.cumsum(z, axis=1)) / (t + 1)
     variance = (0.25 + np.cumsum((z - mean) ** 2, axis=1)) / (t + 1)
     before = np.concatenate([np.full((len(z), 1), 0.25), variance[:, :-1]], axis=1)
-    return np.minimum(np.sqrt(2 * np.log(2 / alpha) / (before * t * np.log1p(t))), cap)
+    return np.sqrt(2 * np.log(2 / alpha) / (before * t * np.log1p(t)))
+
+
+def _log_growth(bets: np.ndarray, z: np.ndarray, m: np.ndarray) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+    """Per score, ``log(1 + lambda (z - m))`` of the two bettors of :func:`diversified`."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fixed = np.log1p(np.minimum(bets, CAP) * (z - m))
+        scaled = np.log1p(np.minimum(bets, SCALED_CAP / m) * (z - m))
+    return fixed, scaled
+
+
+def diversified(fixed: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+    """``log K+`` of the capital split evenly between two bettors on the same scores: one whose
+    bets are capped at ``CAP``, one whose bets against ``m`` are capped at ``SCALED_CAP / m``
+    (the largest that keeps ``1 + lambda (x - m)`` positive with room to spare; Waudby-Smith
+    & Ramdas 2023, section 4.2). The average of two nonnegative martingales is one (their
+    diversified Kelly betting, dKelly, averages bettors likewise). The fixed cap is the better
+    bettor for scores spread over their range (a human mean of 1s and 10s); the scaled one for
+    scores that use a small part of it (human - judge on -9..9 with a good judge), whose sequence
+    otherwise narrows no faster than the cap allows. Arguments: cumulative log growths."""
+    return np.logaddexp(fixed, scaled) - np.log(2)
+
+
+def _log_capital(z: np.ndarray, bets: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``log K+_t(m)`` for every sample (rows) and time t, one candidate ``m`` per (row, t)."""
+    n = z.shape[1]
+    mask = np.tril(np.ones((n, n), bool))  # [t, i]: score i counts at time t
+    fixed, scaled = _log_growth(bets[:, None, :], z[:, None, :], m[:, :, None])
+    return diversified(np.where(mask, fixed, 0.0).sum(axis=2),
+                       np.where(mask, scaled, 0.0).sum(axis=2))
 
 
 def _lower_roots(z: np.ndarray, bets: np.ndarray, level: float) -> np.ndarray:
-    """Per sample and time t: the smallest m with ``log K+_t(m) < level`` (0 if m = 0 is kept).
+    """Per sample and time t: where ``log K+_t(m) >= level`` ends (0 if m = 0 is kept).
 
-    ``f(m) = sum_{i<=t} log(1 + lambda_i (z_i - m)) - level`` is decreasing and concave, so
-    Newton from m = 1 (where f < 0) moves left, never past the root, and converges.
+    ``log K+_t`` is decreasing in ``m`` (each factor is, truncated bets included), so the
+    rejected means form ``[0, root]``: bisection keeps ``lo`` rejected and ``hi`` kept, and the
+    bound returned is ``lo``, at most ``TOLERANCE`` outside the exact one.
     """
-    samples, n = z.shape
-    mask = np.tril(np.ones((n, n), bool))  # [t, i]: score i counts at time t
-    m = np.ones((samples, n))
-    zero = (np.where(mask, np.log1p(bets[:, None, :] * z[:, None, :]), 0.0).sum(axis=2)
-            < level)
-    for _ in range(200):
-        gain = 1 + bets[:, None, :] * (z[:, None, :] - m[:, :, None])
-        f = np.where(mask, np.log(gain), 0.0).sum(axis=2) - level
-        slope = -np.where(mask, bets[:, None, :] / gain, 0.0).sum(axis=2)
-        step = np.where(zero, 0.0, f / slope)
-        m = np.where(zero, 0.0, np.maximum(m - step, 0.0))
-        if np.abs(step).max() < TOLERANCE:
-            break
-    return np.clip(m - OUTWARD, 0.0, 1.0)
+    lo, hi = np.zeros(z.shape), np.ones(z.shape)
+    kept_at_zero = _log_capital(z, bets, lo) < level
+    while (hi - lo).max() > TOLERANCE:
+        mid = (lo + hi) / 2
+        rejected = _log_capital(z, bets, mid) >= level
+        lo, hi = np.where(rejected, mid, lo), np.where(rejected, hi, mid)
+    return np.where(kept_at_zero, 0.0, lo)
 
 
-def betting_cs(x: np.ndarray, low: float, high: float, confidence: float = 0.95,
-               cap: float = CAP) -> tuple[np.ndarray, np.ndarray]:
+def betting_cs(x: np.ndarray, low: float, high: float,
+               confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Betting confidence sequence for the mean of scores bounded by ``low`` and ``high``.
 
     Parameters
@@ -126,8 +152,6 @@ def betting_cs(x: np.ndarray, low: float, high: float, confidence: float = 0.95,
         Bounds every score respects (1 and 10 for a 1..10 score; -9 and 9 for human - judge).
     confidence : float
         ``1 - alpha``: the probability that the truth lies in every interval of the sequence.
-    cap : float
-        The largest bet (``CAP``).
 
     Returns
     -------
@@ -153,7 +177,7 @@ def betting_cs(x: np.ndarray, low: float, high: float, confidence: float = 0.95,
     rows = max(1, _CELLS // max(1, z.shape[1] ** 2))
     for start in range(0, len(z), rows):
         part = z[start:start + rows]
-        bets = prpl_bets(part, alpha, cap)
+        bets = prpl_bets(part, alpha)
         lower[start:start + rows] = _lower_roots(part, bets, level)
         upper[start:start + rows] = 1 - _lower_roots(1 - part, bets, level)
     lower = low + np.maximum.accumulate(lower, axis=1) * (high - low)
@@ -176,9 +200,11 @@ def rejection_times(z: np.ndarray, bets: np.ndarray, m: np.ndarray, level: float
     (``side=+1``, the lower bound passes ``m``) or above (``side=-1``); inf if never.
     A bound never passes the end of [0, 1] it starts from (times inf) and starts past the
     other end (time 0)."""
-    m = np.asarray(m, float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        capital = np.cumsum(np.log1p(side * bets * (z - m[:, None])), axis=1)
+    m = np.asarray(m, float)[:, None]
+    # K- of x is K+ of 1 - x at 1 - m
+    fixed, scaled = _log_growth(bets, z, m) if side > 0 else _log_growth(bets, 1 - z, 1 - m)
+    capital = diversified(np.cumsum(fixed, axis=1), np.cumsum(scaled, axis=1))
+    m = m[:, 0]
     times = _first_reached(capital, level)
     if side > 0:
         return np.where(m <= 0, 0.0, np.where(m >= 1, np.inf, times))
@@ -186,7 +212,7 @@ def rejection_times(z: np.ndarray, bets: np.ndarray, m: np.ndarray, level: float
 
 
 def stopping_time(x: np.ndarray, low: float, high: float, half_width: float,
-                  confidence: float = 0.95, cap: float = CAP) -> np.ndarray:
+                  confidence: float = 0.95) -> np.ndarray:
     """Per sample: the number of scores after which :func:`betting_cs` is first no wider than
     ``2 * half_width`` (inf if never within ``x``).
 
@@ -203,7 +229,7 @@ def stopping_time(x: np.ndarray, low: float, high: float, half_width: float,
     alpha = 1 - confidence
     level = np.log(2 / alpha)
     width = 2 * half_width / (high - low)
-    bets = prpl_bets(z, alpha, cap)
+    bets = prpl_bets(z, alpha)
     a_lo, a_hi = np.full(len(z), -width), np.full(len(z), 1.0)
     # invariant: tau+(a_lo) < tau-(a_lo + w) and tau+(a_hi) >= tau-(a_hi + w)
     for _ in range(42):
@@ -219,14 +245,14 @@ def stopping_time(x: np.ndarray, low: float, high: float, half_width: float,
     return out if np.asarray(x).ndim > 1 else out[:1]
 
 
-def covers(x: np.ndarray, low: float, high: float, truth: float, confidence: float = 0.95,
-           cap: float = CAP) -> np.ndarray:
+def covers(x: np.ndarray, low: float, high: float, truth: float,
+           confidence: float = 0.95) -> np.ndarray:
     """Per sample: whether :func:`betting_cs` holds ``truth`` after every score (the
     time-uniform coverage event), from the capital at the truth alone: ``O(T)``."""
     z = _check(x, low, high, confidence)
     alpha = 1 - confidence
     level = np.log(2 / alpha)
-    bets = prpl_bets(z, alpha, cap)
+    bets = prpl_bets(z, alpha)
     m = np.full(len(z), (truth - low) / (high - low))
     return ~(np.isfinite(rejection_times(z, bets, m, level, +1))
              | np.isfinite(rejection_times(z, bets, m, level, -1)))

@@ -2,7 +2,7 @@
 
 The reference below is written from the paper, one score at a time in plain Python (bets from
 the running mean and variance, eq. 26-27; the hedged capital of Theorem 3), and reads the
-sequence off a grid of candidate means, where the module finds roots by Newton's method and
+sequence off a grid of candidate means, where the module finds roots by bisection and
 first-rejection times by bisection. Tolerance: one grid step (9 / GRID on the 1..10 scale).
 """
 
@@ -26,14 +26,15 @@ from elitr_core.stats.confseq import (
 GRID = 4000
 
 
-def reference_cs(x: list[float], low: float, high: float, alpha: float = 0.05,
-                 cap: float = 0.5) -> tuple[list[float], list[float]]:
-    """Bounds after each score: the grid means whose hedged capital never reached 1/alpha."""
+def reference_cs(x: list[float], low: float, high: float,
+                 alpha: float = 0.05) -> tuple[list[float], list[float]]:
+    """Bounds after each score: the grid means whose hedged capital never reached 1/alpha.
+    Each side's capital is split between a bettor capped at 1/2 and one capped at 3/4 / m
+    (3/4 / (1 - m) betting on low scores): the module's two bettors."""
     z = [(v - low) / (high - low) for v in x]
     bets, total, squares, sigma2 = [], 0.0, 0.0, 0.25
     for t, value in enumerate(z, start=1):
-        bets.append(min(math.sqrt(2 * math.log(2 / alpha) / (sigma2 * t * math.log(1 + t))),
-                        cap))
+        bets.append(math.sqrt(2 * math.log(2 / alpha) / (sigma2 * t * math.log(1 + t))))
         total += value
         mu = (0.5 + total) / (t + 1)
         squares += (value - mu) ** 2
@@ -42,10 +43,16 @@ def reference_cs(x: list[float], low: float, high: float, alpha: float = 0.05,
     alive = np.ones(grid.size, bool)
     k_up, k_down = np.ones(grid.size), np.ones(grid.size)
     lows, highs = [], []
+    with np.errstate(divide="ignore"):
+        cap_up, cap_down = 0.75 / grid, 0.75 / (1 - grid)
+    k_up2, k_down2 = np.ones(grid.size), np.ones(grid.size)
     for lam, value in zip(bets, z, strict=True):
-        k_up *= 1 + lam * (value - grid)
-        k_down *= 1 - lam * (value - grid)
-        alive &= np.maximum(0.5 * k_up, 0.5 * k_down) < 1 / alpha
+        k_up *= 1 + min(lam, 0.5) * (value - grid)
+        k_down *= 1 - min(lam, 0.5) * (value - grid)
+        k_up2 *= 1 + np.minimum(lam, cap_up) * (value - grid)
+        k_down2 *= 1 - np.minimum(lam, cap_down) * (value - grid)
+        hedged = np.maximum(0.5 * (k_up + k_up2) / 2, 0.5 * (k_down + k_down2) / 2)
+        alive &= hedged < 1 / alpha
         kept = grid[alive]
         lows.append(low + kept.min() * (high - low))
         highs.append(low + kept.max() * (high - low))
@@ -83,9 +90,9 @@ def test_rectifier_range_matches_the_transcription() -> None:
     assert np.max(np.abs(hi - ref_hi)) <= 18 / GRID
 
 
-@pytest.mark.parametrize("half_width", [0.5, 0.75, 1.5])
+@pytest.mark.parametrize("half_width", [0.75, 1.0, 1.5])
 def test_stopping_time_is_the_first_narrow_enough_interval(half_width: float) -> None:
-    x = np.vstack([_scores(s, 400, PILED if s % 2 else None) for s in range(6)])
+    x = np.vstack([_scores(s, 250, PILED if s % 2 else None) for s in range(4)])
     lo, hi = betting_cs(x, 1, 10)
     expected = [np.flatnonzero(row <= 2 * half_width)[:1] + 1 for row in hi - lo]
     got = stopping_time(x, 1, 10, half_width)

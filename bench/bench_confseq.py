@@ -1,0 +1,239 @@
+"""Benchmark: confidence sequences under continuous monitoring, replayed on the bundled studies.
+
+Run ``python bench/bench_confseq.py [--replicates N] [--out FILE]``. Each replicate is one
+simulated study of one model: humans score responses one at a time, drawn with replacement
+from the model's 130 bundled test2 QA-st responses (each with its gold or silver human score
+and the GPT-4 and Prometheus judge scores), uniformly or by active selection (each response
+drawn with probability proportional to ``pi``, ``pi`` from the GPT-4 judge's uncertainty as
+``study create --selection active`` computes it for a budget of 40; the scores are then
+inverse-probability weighted, :func:`elitr_core.stats.confseq.ipw_increments`). The truth is
+the population's mean (human, or human - judge for the bias); the prediction-powered mean is
+the judge's mean over the 130 responses plus the bias sequence, so its coverage and stops are
+the bias sequence's, shifted by a known number.
+
+Printed, never asserted:
+
+1. Time-uniform coverage (the share of studies whose sequence holds the truth after every one
+   of ``--horizon`` scores) of the betting sequences (human mean, bias, PPI), of the
+   asymptotic sequence (Waudby-Smith et al. 2021, as an alternative), and of the fixed-n t
+   interval looked at after every 10 scores (the cost of peeking).
+2. With a target half-width of 0.5 and 0.75, the median and 90th percentile number of human
+   scores at which the study stops (the first time the sequence is that narrow), human-only
+   and PPI with each judge, beside the fixed-n design of the budget planner (``export
+   ppi-budget``: human-only and PPI++, planned on the same 130 responses): one look at a
+   planned n, 95% at that look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from elitr_core.stats.active import selection_probabilities  # noqa: E402
+from elitr_core.stats.confseq import (  # noqa: E402
+    asymptotic_cs,
+    covers,
+    ipw_bounds,
+    ipw_increments,
+    stopping_time,
+)
+from elitr_core.stats.intervals import quantile  # noqa: E402
+
+POOLS = ("gold-human", "silver-human")
+JUDGES = ("gpt-4", "prometheus")
+DESIGNS = ("uniform", "active")
+TARGETS = (0.5, 0.75)
+ACTIVE_BUDGET = 40
+PEEK_EVERY = 10
+FLOOR = 0.95
+
+
+def bundled() -> pd.DataFrame:
+    """The bundled long scores of test2 QA-st (the responses with human scores)."""
+    from elitr_core.data.benchmark import bundled_files, scores_frame
+
+    df = scores_frame(bundled_files())
+    return df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")]
+
+
+def populations(df: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
+    """(pool, model) -> one row per response: human and every judge's score."""
+    from elitr_core.stats.pairs import judge_human_table
+
+    out = {}
+    for pool in POOLS:
+        tables = [judge_human_table(df, j, pool).dropna(subset=["human"])
+                  .set_index(["model", "meeting", "question_id"])["judge"].rename(j)
+                  for j in JUDGES]
+        human = judge_human_table(df, JUDGES[0], pool).dropna(subset=["human"]) \
+            .set_index(["model", "meeting", "question_id"])["human"]
+        both = pd.concat([human, *tables], axis=1).dropna().reset_index()
+        for model, group in both.groupby("model"):
+            out[pool, str(model)] = group.reset_index(drop=True)
+    return out
+
+
+def plans(df: pd.DataFrame, model: str, pool: str, judge: str,
+          half_width: float) -> tuple[float, float]:
+    """The budget planner's fixed n (human-only, PPI++) for one model's population."""
+    from elitr_core.stats.ppi import budget_plan
+
+    mine = df[(df["model"] == model) & df["evaluator"].isin([pool, judge])]
+    row = budget_plan(mine, judge, pool, half_width).iloc[0]
+    return (float(row["n_human_only"]) if pd.notna(row["n_human_only"]) else np.nan,
+            float(row["n_ppi"]) if pd.notna(row["n_ppi"]) else np.nan)
+
+
+def peeked_t(values: np.ndarray, truth: float) -> float:
+    """Share of studies whose 95% t interval holds the truth at every 10th score."""
+    n = np.arange(PEEK_EVERY, values.shape[1] + 1, PEEK_EVERY)
+    total, squares = np.cumsum(values, axis=1), np.cumsum(values ** 2, axis=1)
+    mean = total[:, n - 1] / n
+    sd = np.sqrt(np.maximum((squares[:, n - 1] - n * mean ** 2) / (n - 1), 0))
+    half = np.asarray(quantile(0.95, n - 1)) * sd / np.sqrt(n)
+    return float((np.abs(mean - truth) <= half).all(axis=1).mean())
+
+
+def asymptotic(values: np.ndarray, truth: float) -> float:
+    """Share of studies whose asymptotic sequence holds the truth after every score from the
+    10th (before, a standard deviation from a few scores is often 0)."""
+    lo, hi = asymptotic_cs(values)
+    start = PEEK_EVERY - 1
+    return float(((lo[:, start:] <= truth) & (truth <= hi[:, start:])).all(axis=1).mean())
+
+
+def stops(values: np.ndarray, low: float, high: float) -> dict[float, tuple[float, float]]:
+    """Target -> median and 90th percentile of the stop (inf: not within the horizon)."""
+    out = {}
+    for w in TARGETS:
+        at = stopping_time(values, low, high, w)
+        out[w] = (float(np.quantile(at, 0.5)), float(np.quantile(at, 0.9)))
+    return out
+
+
+def cell(rng: np.random.Generator, pop: pd.DataFrame, design: str, replicates: int,
+         horizon: int, stop_horizon: int) -> dict[str, dict[str, object]]:
+    """One model and pool under one design: every sequence's coverage and stops."""
+    size = len(pop)
+    if design == "uniform":
+        pi = np.ones(size)
+    else:
+        pi = selection_probabilities(1 - np.abs(pop["gpt-4"].to_numpy() - 5.5) / 4.5,
+                                     ACTIVE_BUDGET)
+    pick = rng.choice(size, (replicates, stop_horizon), p=pi / pi.sum())
+    weight = ipw_increments(np.ones_like(pick, float), pi[pick], pi.sum(), size)
+    bounds = {name: ipw_bounds(lo, hi, pi.min(), pi.max(), pi.sum(), size)
+              for name, (lo, hi) in (("human", (1, 10)), ("rectifier", (-9, 9)))}
+    human = pop["human"].to_numpy(float)
+    series = {"human-only": (human, "human")}
+    series.update({f"PPI {j}": (human - pop[j].to_numpy(float), "rectifier") for j in JUDGES})
+    out: dict[str, dict[str, object]] = {}
+    for name, (y, kind) in series.items():
+        values = y[pick] * weight
+        truth = float(y.mean())
+        low, high = bounds[kind]
+        out[name] = {
+            "betting": float(covers(values[:, :horizon], low, high, truth).mean()),
+            "asymptotic": asymptotic(values[:, :horizon], truth),
+            "t every 10": peeked_t(values[:, :horizon], truth),
+            "stops": stops(values, low, high)}
+    return out
+
+
+def _cov(value: float) -> str:
+    return f"{value:.3f}" + ("" if value >= FLOOR else " *")
+
+
+def _n(value: float) -> str:
+    return "–" if np.isnan(value) else (">H" if np.isinf(value) else f"{value:.0f}")
+
+
+def coverage_table(results: dict) -> str:  # type: ignore[type-arg]
+    lines = ["| pool | model | design | sequence | betting CS | asymptotic CS | "
+             "t every 10 |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for (pool, model, design), seqs in results.items():
+        for name, r in seqs.items():
+            label = name if name == "human-only" else f"{name} (bias)"
+            lines.append(f"| {pool} | {model} | {design} | {label} | {_cov(r['betting'])} | "
+                         f"{_cov(r['asymptotic'])} | {_cov(r['t every 10'])} |")
+    return "\n".join(lines)
+
+
+def stop_table(results: dict, planned: dict) -> str:  # type: ignore[type-arg]
+    head = " | ".join(f"W={w}: {s}" for w in TARGETS
+                      for s in ("human-only CS", "PPI gpt-4 CS", "PPI prometheus CS",
+                                "planner human-only", "planner PPI++ gpt-4"))
+    lines = [f"| pool | model | design | {head} |",
+             "| --- | --- | --- |" + " --- |" * (5 * len(TARGETS))]
+    for (pool, model, design), seqs in results.items():
+        cells = []
+        for w in TARGETS:
+            for name in ("human-only", "PPI gpt-4", "PPI prometheus"):
+                med, p90 = seqs[name]["stops"][w]
+                cells.append(f"{_n(med)} / {_n(p90)}")
+            cells += [_n(v) for v in planned[pool, model, w]]
+        lines.append(f"| {pool} | {model} | {design} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Parse options, replay every cell, print (and optionally write) both tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--replicates", type=int, default=400)
+    parser.add_argument("--horizon", type=int, default=1000,
+                        help="scores per study for the coverage (every one a look)")
+    parser.add_argument("--stop-horizon", type=int, default=2000,
+                        help="scores per study at most when looking for the stop")
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--out", type=Path, help="also write the tables (Markdown) here")
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    load = os.getloadavg()
+    start = time.perf_counter()
+    scores = bundled()
+    pops = populations(scores)
+    results, planned = {}, {}
+    for (pool, model), pop in pops.items():
+        for w in TARGETS:
+            planned[pool, model, w] = plans(scores, model, pool, "gpt-4", w)
+        for design in DESIGNS:
+            results[pool, model, design] = cell(rng, pop, design, args.replicates,
+                                                 args.horizon, args.stop_horizon)
+            print(f"{pool} {model} {design}: {time.perf_counter() - start:.0f} s",
+                  file=sys.stderr)
+    seconds = time.perf_counter() - start
+    se = np.sqrt(0.95 * 0.05 / args.replicates)
+    truths = "; ".join(f"{p} {m} {g['human'].mean():.3f} (n={len(g)})"
+                       for (p, m), g in pops.items())
+    text = (
+        "### Time-uniform coverage (95% sequences; * below 0.95)\n\n"
+        f"{coverage_table(results)}\n\n"
+        f"Each cell: {args.replicates} simulated studies (Monte-Carlo standard error {se:.4f} "
+        f"at 0.95), each looked at after every one of {args.horizon} human scores (the "
+        f"asymptotic sequence from the {PEEK_EVERY}th, the t interval after every "
+        f"{PEEK_EVERY}th). PPI = the judge's mean over the 130 responses "
+        "+ the bias sequence: the same coverage event as the bias.\n\n"
+        "### Human scores at the stop: median / 90th percentile\n\n"
+        f"{stop_table(results, planned)}\n\n"
+        f"Stop: the first score after which the 95% sequence's half-width is <= W (>H: not "
+        f"within {args.stop_horizon}). Planner: `export ppi-budget`'s fixed n on the same 130 "
+        "responses (one look at that n, 95% at that look; uniform draws; – where 130 "
+        "judged responses cannot reach W).\n\n"
+        f"Population means (human): {truths}. Seed {args.seed}; {seconds:.0f} s; load "
+        f"average before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after "
+        + " ".join(f"{v:.2f}" for v in os.getloadavg()) + "\n")
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

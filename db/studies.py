@@ -88,6 +88,8 @@ def candidate_responses(
             Question.number.label("question_id"),
             Question.id.label("question_pk"),
             Run.split,
+            Run.setting,
+            Run.mode,
             Run.model,
         )
         .join(Run, Run.id == Response.run_id)
@@ -147,6 +149,31 @@ def item_probabilities(*, session: Session, study: str) -> list[dict[str, Any]]:
         .where(Study.name == study, StudyItem.probability.is_not(None))
     )
     return [dict(r._mapping) for r in session.execute(stmt)]
+
+
+def scores_in_order(*, session: Session, study_id: int,
+                    evaluator_id: int) -> list[dict[str, Any]]:
+    """The first score of each of the study's responses, in the order they arrived: response
+    id, its run's split, setting, mode and model, the value, the item's probability and when
+    it was stored. Scores of excluded annotators and aggregates are left out."""
+    stmt = (
+        select(Score.response_id, Run.split, Run.setting, Run.mode, Run.model, Score.value,
+               StudyItem.probability, Score.created_at)
+        .join(StudyItem, (StudyItem.response_id == Score.response_id)
+              & (StudyItem.study_id == study_id))
+        .join(Response, Response.id == Score.response_id)
+        .join(Run, Run.id == Response.run_id)
+        .where(Score.evaluator_id == evaluator_id, Score.annotator_key != 0,
+               Score.status.in_(("ok", "lapsed")), Score.value.is_not(None))
+        .order_by(Score.created_at, Score.id)
+    )
+    seen: set[int] = set()
+    out = []
+    for row in session.execute(stmt):
+        if row.response_id not in seen:
+            seen.add(row.response_id)
+            out.append(dict(row._mapping))
+    return out
 
 
 def progress_rows(*, session: Session, study_id: int) -> list[dict[str, Any]]:

@@ -149,6 +149,16 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "split", "setting", "mode", "model", "n_labelled", "n_drawn_unscored", "n_unlabelled",
         "judge_mean", "active_mean", "active_ci_low", "active_ci_high", "note",
     ),
+    # a live study's confidence sequences (stats/monitor.py): where each stands, and each
+    # after every scored response beside the fixed-n t interval
+    "study-monitor": (
+        "split", "setting", "mode", "model", "target", "n", "estimate", "cs_low", "cs_high",
+        "half_width", "target_half_width", "reached", "expected_further", "note",
+    ),
+    "study-monitor-sequences": (
+        "split", "setting", "mode", "model", "target", "n", "estimate", "cs_low", "cs_high",
+        "fixed_low", "fixed_high",
+    ),
     "ppi-designs": (
         "design", "model", "budget", "mean_labelled", "mean_abs_error", "mean_width",
         "coverage", "replicates",
@@ -223,7 +233,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 AUDIT_TABLES: tuple[str, ...] = (
     "ppi", "ppi-active", "ppi-budget", "ppi-designs", "recalibration", "judge-effects",
     "self-consistency", "turn-effect", "st-vs-mt", "length-controlled", "length-controlled-tau",
-    "interleaving", "interleaving-span",
+    "interleaving", "interleaving-span", "study-monitor", "study-monitor-sequences",
 )
 """Tables of the judge audit (``export`` names)."""
 

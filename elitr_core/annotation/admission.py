@@ -122,8 +122,14 @@ def claim_unit(session: Session, study: Study, annotator_id: int, *,
 
     A seat whose lease ran out passes to this annotator: its previous holder is marked
     lapsed (:func:`db.admission.lapse`) and the aggregate of what they scored recomputed.
+    A study whose stopping rule is met seats nobody (:func:`.stopping.check_stop`).
     """
     assert study.id is not None
+    from elitr_core.annotation.stopping import check_stop
+
+    if check_stop(session, study) is not None:
+        raise AccessDenied(f"Study {study.name} has collected the scores it needs: thank you, "
+                           "there is nothing left for you to score.")
     if study.max_concurrent is not None:
         active = q.count_active(session=session, study_id=study.id,
                                 since=utcnow() - ACTIVE_WINDOW)

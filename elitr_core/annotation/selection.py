@@ -34,9 +34,9 @@ def _uncertainty(values: list[list[float]]) -> np.ndarray:
     return np.clip(np.where(several, spread, middle), 0.0, 1.0)
 
 
-def sample_items(session: Session, rows: list[dict[str, Any]], *, sample: int,
-                 selection: str, judge: str, seed: int) -> dict[int, float]:
-    """Draw the study's items among the candidate ``rows``; response id -> probability.
+def candidate_probabilities(session: Session, rows: list[dict[str, Any]], *, sample: int,
+                            selection: str, judge: str) -> np.ndarray:
+    """The probability with which each candidate of ``rows`` is drawn (in their order).
 
     Raises
     ------
@@ -44,7 +44,7 @@ def sample_items(session: Session, rows: list[dict[str, Any]], *, sample: int,
         An unknown selection, a budget outside 1..N, or (active) a judge that did not score
         every candidate response.
     """
-    from elitr_core.stats.active import draw, selection_probabilities
+    from elitr_core.stats.active import selection_probabilities
 
     if selection not in SELECTIONS:
         raise UserError(f"selection must be {' or '.join(SELECTIONS)}, not {selection!r}")
@@ -53,15 +53,25 @@ def sample_items(session: Session, rows: list[dict[str, Any]], *, sample: int,
         raise UserError(f"--sample must lie between 1 and the {len(ids)} matching responses, "
                         f"not {sample}")
     if selection == "uniform":
-        pi = np.full(len(ids), sample / len(ids))
-    else:
-        values = sq.judge_values(session=session, slug=judge, response_ids=ids)
-        missing = len(ids) - len(values)
-        if missing:
-            raise UserError(f"active selection needs the judge {judge} on every response: "
-                            f"{missing} of {len(ids)} have no score; run the judge first or "
-                            "choose --selection uniform")
-        pi = selection_probabilities(_uncertainty([values[i] for i in ids]), sample)
+        return np.full(len(ids), sample / len(ids))
+    values = sq.judge_values(session=session, slug=judge, response_ids=ids)
+    missing = len(ids) - len(values)
+    if missing:
+        raise UserError(f"active selection needs the judge {judge} on every response: "
+                        f"{missing} of {len(ids)} have no score; run the judge first or "
+                        "choose --selection uniform")
+    return selection_probabilities(_uncertainty([values[i] for i in ids]), sample)
+
+
+def sample_items(session: Session, rows: list[dict[str, Any]], *, sample: int,
+                 selection: str, judge: str, seed: int) -> dict[int, float]:
+    """Draw the study's items among the candidate ``rows``; response id -> probability
+    (the errors of :func:`candidate_probabilities`)."""
+    from elitr_core.stats.active import draw
+
+    pi = candidate_probabilities(session, rows, sample=sample, selection=selection,
+                                 judge=judge)
+    ids = [int(r["response_id"]) for r in rows]
     drawn = draw(pi, np.random.default_rng(seed))
     if not drawn.any():  # Poisson sampling can draw nothing from a tiny budget
         raise UserError(f"the draw with seed {seed} picked no response: raise --sample or "

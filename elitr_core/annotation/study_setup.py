@@ -62,6 +62,9 @@ class StudySpec:
     #: DEFAULT_JOIN_LIMIT, gold none; 0: no limit)
     join_limit: int | None = None
     join_window_minutes: int = DEFAULT_JOIN_WINDOW_MINUTES
+    #: stopping rules (``"[human|bias|ppi] half-width <= W"``, :mod:`.stopping`): the study
+    #: admits nobody new once every model's confidence sequence is that narrow
+    stop_when: tuple[str, ...] = ()
 
 
 def _check_spec(spec: StudySpec) -> None:
@@ -135,6 +138,7 @@ def create_study(session: Session, spec: StudySpec) -> dict[str, Any]:
         raise UserError("no response matches these filters: check split, setting, mode, "
                         "models and meetings (`python -m elitr_core export scores` lists them)")
     probabilities = None
+    stop = _stop_fields(session, spec, rows)
     if spec.sample is not None:
         from elitr_core.annotation.selection import sample_items
 
@@ -158,6 +162,7 @@ def create_study(session: Session, spec: StudySpec) -> dict[str, Any]:
         "models": list(spec.models or []), "meetings": list(spec.meetings or [])}
     if spec.sample is not None:
         filters.update(sample=spec.sample, selection=spec.selection, judge=spec.judge)
+    filters.update(stop)
     study = Study(name=spec.name, evaluator_id=evaluator_id, per_item=spec.per_item,
                   assignment=spec.assignment, batch_size=spec.batch, order_seed=spec.seed,
                   prolific_code=spec.prolific_code or None, max_concurrent=spec.max_concurrent,
@@ -175,6 +180,24 @@ def create_study(session: Session, spec: StudySpec) -> dict[str, Any]:
                  per_item=spec.per_item)
     return {"study": spec.name, "evaluator": slug, "items": len(items),
             "units": len({u for _, u in items}), "per_item": spec.per_item}
+
+
+def _stop_fields(session: Session, spec: StudySpec,
+                 rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the stopping rules need stored (:func:`.stopping.stop_fields`), from every
+    candidate's selection probability; nothing without a rule."""
+    if not spec.stop_when:
+        return {}
+    import numpy as np
+
+    from elitr_core.annotation.selection import candidate_probabilities
+    from elitr_core.annotation.stopping import stop_fields
+
+    pi = (candidate_probabilities(session, rows, sample=spec.sample, selection=spec.selection,
+                                  judge=spec.judge)
+          if spec.sample is not None else np.ones(len(rows)))
+    return stop_fields(session, rows, pi, texts=spec.stop_when, judge=spec.judge,
+                       assignment=spec.assignment)
 
 
 def prolific_url(study_name: str, host: str = "https://YOUR-HOST") -> str:

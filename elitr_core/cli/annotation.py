@@ -51,12 +51,16 @@ def cmd_study_create(args: argparse.Namespace) -> int:
         attention_rate=args.attention_rate, max_concurrent=args.max_concurrent,
         sample=args.sample, selection=args.selection, judge=args.judge,
         lease_minutes=args.lease_minutes, join_limit=args.join_limit,
-        join_window_minutes=args.join_window_minutes)
+        join_window_minutes=args.join_window_minutes, stop_when=tuple(args.stop_when or ()))
     with writing(open_database(args.db)) as session:
         summary = create_study(session, spec)
     print(f"study {summary['study']} created: {summary['items']} items in {summary['units']} "
           f"unit(s), {summary['per_item']} annotator(s) per item; scores go to evaluator "
           f"{summary['evaluator']}")
+    if spec.stop_when:
+        print("it admits nobody new once every model's 95% confidence sequence meets: "
+              + "; ".join(spec.stop_when) + " (export study-monitor --human "
+              + f"{summary['evaluator']} shows where they stand)")
     if spec.pool == "silver":
         print(f"Prolific URL: {prolific_url(spec.name)}")
     else:  # a gold study takes personal links only (Prolific joins are refused)
@@ -152,7 +156,13 @@ def _study_create_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
                    help="with --sample: uniform, or active (favours responses the judge is "
                         "unsure about: mid-scale scores, or samples that spread)")
     p.add_argument("--judge", default="gpt-4", metavar="SLUG",
-                   help="with --selection active: the judge whose uncertainty counts")
+                   help="with --selection active: the judge whose uncertainty counts; with a "
+                        "bias or ppi --stop-when: the judge they compare with")
+    p.add_argument("--stop-when", action="append", metavar="RULE",
+                   help="stop admitting new participants once every model's 95%% confidence "
+                        "sequence is this narrow: \"half-width <= 0.5\" (human mean), \"bias "
+                        "half-width <= 0.5\" or \"ppi half-width <= 0.5\" (repeat for several; "
+                        "needs --assignment random; see export study-monitor)")
     db_option(p)
     p.set_defaults(handler=cmd_study_create)
 

@@ -134,11 +134,12 @@ def _required(frame: pd.DataFrame | None, table: str) -> pd.DataFrame:
     return frame
 
 
-def study_of(human: str) -> str:
+def study_of(human: str, table: str = "ppi-active") -> str:
     """The study behind a study evaluator (``gold-human:NAME`` -> ``NAME``), else an error."""
     pool, sep, study = human.partition(":")
     if not sep or not study:
-        raise UserError(f"ppi-active needs the evaluator of a sampled study as --human "
+        what = "a sampled study" if table == "ppi-active" else "a study"
+        raise UserError(f"{table} needs the evaluator of {what} as --human "
                         f"(e.g. gold-human:NAME), not {human}")
     return study
 

@@ -152,6 +152,14 @@ def build_table(
     """
     if name == "unscored":
         return unscored_table(session, flt)
+    if name in ("study-monitor", "study-monitor-sequences"):
+        from elitr_core.annotation.stopping import monitor_table
+        from elitr_core.export.judge_audit import study_of
+
+        audit = audit or AuditOptions()
+        return monitor_table(session, study_of(audit.human, name), name,
+                             half_width=audit.half_width, confidence=audit.confidence,
+                             seed=audit.seed)
     if scores is None:
         scores = scores_table(session, flt)
     if name == "scores":

@@ -203,7 +203,8 @@ def rejection_times(z: np.ndarray, bets: np.ndarray, m: np.ndarray, level: float
     m = np.asarray(m, float)[:, None]
     # K- of x is K+ of 1 - x at 1 - m
     fixed, scaled = _log_growth(bets, z, m) if side > 0 else _log_growth(bets, 1 - z, 1 - m)
-    capital = diversified(np.cumsum(fixed, axis=1), np.cumsum(scaled, axis=1))
+    with np.errstate(invalid="ignore"):  # m outside (0, 1): NaN, replaced below
+        capital = diversified(np.cumsum(fixed, axis=1), np.cumsum(scaled, axis=1))
     m = m[:, 0]
     times = _first_reached(capital, level)
     if side > 0:

@@ -32,8 +32,9 @@ def export(capsys: pytest.CaptureFixture[str], *args: str) -> pd.DataFrame:
 def test_every_audit_table_has_its_contract_columns(bundled_sqlite: str,
                                                     capsys: pytest.CaptureFixture) -> None:
     for table in AUDIT_TABLES:
-        if table in ("self-consistency", "ppi-active", "interleaving", "interleaving-span"):
-            # one sample per judge; no sampled study and no interleaved run in the bundled
+        if table in ("self-consistency", "ppi-active", "interleaving", "interleaving-span",
+                     "study-monitor", "study-monitor-sequences"):
+            # one sample per judge; no (sampled) study and no interleaved run in the bundled
             continue  # data (each tested on its own data elsewhere)
         filters = ("--evaluator", "gpt-4") if table in ("turn-effect", "st-vs-mt") else PAPER
         frame = export(capsys, table, "--db", bundled_sqlite, *filters, "--replicates", "50")

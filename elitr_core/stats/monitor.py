@@ -1,0 +1,173 @@
+"""A live study's confidence sequences, per model: DataFrame in, tidy DataFrame out.
+
+Three targets per model (one row each of :data:`TARGETS`): the human mean, the judge's bias
+against the humans (mean human - judge) and the prediction-powered mean (the judge's mean
+over every response of the model plus the bias). Each scored response is one observation,
+in the order its first score arrived, inverse-probability weighted by the probability with
+which the study drew it (:func:`elitr_core.stats.confseq.ipw_increments`; weight 1 in a study
+of every response). Beside each sequence: the fixed-n t interval at the same number of
+scores, valid only for a number fixed in advance and looked at once.
+
+References
+----------
+Waudby-Smith & Ramdas (2023); Kilian, Cortinovis & Caron (2025); Hansen & Hurwitz (1943):
+see :mod:`elitr_core.stats.confseq`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from elitr_core.errors import UserError
+from elitr_core.stats.confseq import betting_cs, ipw_bounds, ipw_increments, stopping_time
+from elitr_core.stats.intervals import quantile
+from elitr_core.vocab import EXPORT_COLUMNS, SCORE_MAX, SCORE_MIN
+
+TARGETS: tuple[str, ...] = ("human", "bias", "ppi")
+GROUP: tuple[str, ...] = ("split", "setting", "mode", "model")
+SEQUENCE_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["study-monitor-sequences"]
+MONITOR_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["study-monitor"]
+#: simulated continuations and their length behind ``expected_further``
+CONTINUATIONS, HORIZON = 50, 1500
+SPAN = SCORE_MAX - SCORE_MIN
+
+
+def _series(obs: pd.DataFrame, pop: pd.Series, target: str
+            ) -> tuple[np.ndarray, float, float, float] | None:
+    """A model's increments for ``target``, their bounds and the known offset (the judge's
+    mean for ``ppi``); None when the target needs a judge the study does not know."""
+    human = obs["human"].to_numpy(float)
+    if target != "human":
+        if pd.isna(pop["judge_mean"]) or obs["judge"].isna().any():
+            return None
+        values, low, high = human - obs["judge"].to_numpy(float), -SPAN, SPAN
+    else:
+        values, low, high = human, SCORE_MIN, SCORE_MAX
+    pi = obs["probability"].fillna(1.0).to_numpy(float)
+    args = (float(pop["pi_sum"]), int(pop["responses"]))
+    low, high = ipw_bounds(low, high, float(pop["pi_min"]), float(pop["pi_max"]), *args)
+    offset = float(pop["judge_mean"]) if target == "ppi" else 0.0
+    return ipw_increments(values, pi, *args), low, high, offset
+
+
+def _fixed_n(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The t interval of the mean after each score (NaN before two)."""
+    n = np.arange(1, values.size + 1)
+    mean = np.cumsum(values) / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt(np.maximum(np.cumsum(values ** 2) - n * mean ** 2, 0) / (n - 1))
+        half = np.where(n >= 2, np.asarray(quantile(confidence, np.maximum(n - 1, 1)))
+                        * sd / np.sqrt(n), np.nan)
+    return mean - half, mean + half
+
+
+def _groups(obs: pd.DataFrame, population: pd.DataFrame
+            ) -> Iterator[tuple[tuple[object, ...], pd.DataFrame, pd.Series]]:
+    for column in (*GROUP, "human", "judge", "probability"):
+        if column not in obs.columns:
+            raise UserError(f"the study's observations lack column {column}")
+    for _, pop in population.iterrows():
+        key = tuple(pop[c] for c in GROUP)
+        mask = np.ones(len(obs), bool)
+        for c, v in zip(GROUP, key, strict=True):
+            mask &= (obs[c] == v).to_numpy()
+        yield key, obs[mask], pop
+
+
+def study_sequences(obs: pd.DataFrame, population: pd.DataFrame,
+                    confidence: float = 0.95) -> pd.DataFrame:
+    """Every model's sequences after each scored response (``study-monitor-sequences``).
+
+    Parameters
+    ----------
+    obs : pandas.DataFrame
+        One row per scored response in arrival order: ``GROUP`` columns, ``human``,
+        ``judge`` (the judge's score, NaN if none) and ``probability`` (NaN: drawn surely).
+    population : pandas.DataFrame
+        One row per model: ``GROUP`` columns, ``responses`` (N), ``pi_sum``, ``pi_min``,
+        ``pi_max`` (the selection probabilities over all N) and ``judge_mean`` (the judge's
+        mean over all N; NaN: no bias or PPI sequence).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``SEQUENCE_COLUMNS``: per model, target and n, the running estimate, the confidence
+        sequence (``cs_low``, ``cs_high``) and the fixed-n t interval (``fixed_low``,
+        ``fixed_high``).
+    """
+    frames = []
+    for key, mine, pop in _groups(obs, population):
+        for target in TARGETS:
+            series = _series(mine, pop, target) if len(mine) else None
+            if series is None:
+                continue
+            values, low, high, offset = series
+            cs_low, cs_high = betting_cs(values, low, high, confidence)
+            fixed_low, fixed_high = _fixed_n(values, confidence)
+            n = np.arange(1, values.size + 1)
+            frames.append(pd.DataFrame({
+                **dict(zip(GROUP, key, strict=True)), "target": target, "n": n,
+                "estimate": offset + np.cumsum(values) / n,
+                "cs_low": offset + cs_low, "cs_high": offset + cs_high,
+                "fixed_low": offset + fixed_low, "fixed_high": offset + fixed_high}))
+    if not frames:
+        return pd.DataFrame(columns=list(SEQUENCE_COLUMNS))
+    return pd.concat(frames, ignore_index=True)[list(SEQUENCE_COLUMNS)]
+
+
+def expected_further(values: np.ndarray, low: float, high: float, half_width: float,
+                     confidence: float = 0.95, seed: int = 0) -> float:
+    """An estimate of how many more scores the sequence needs to be no wider than
+    ``2 * half_width``: the median over ``CONTINUATIONS`` simulated continuations, each
+    drawing ``HORIZON`` further scores from those observed so far (so it is only as good as
+    their spread: a few identical scores promise too much). NaN when fewer than 2 scores,
+    or when the median continuation does not get there within ``HORIZON``."""
+    if values.size < 2:
+        return float("nan")
+    rng = np.random.default_rng(seed)
+    more = rng.choice(values, (CONTINUATIONS, HORIZON))
+    whole = np.hstack([np.broadcast_to(values, (CONTINUATIONS, values.size)), more])
+    at = float(np.median(stopping_time(whole, low, high, half_width, confidence)))
+    return at - values.size if np.isfinite(at) else float("nan")
+
+
+def study_monitor(obs: pd.DataFrame, population: pd.DataFrame, targets: dict[str, float],
+                  confidence: float = 0.95, seed: int = 0,
+                  expected: bool = True) -> pd.DataFrame:
+    """Where each model's sequences stand now (``study-monitor``).
+
+    ``targets``: target -> the half-width wanted (the study's stopping rule, else the one
+    asked for). ``reached`` says whether the sequence is that narrow; ``expected_further``
+    is :func:`expected_further` (0 once reached; left empty with ``expected=False``, for a
+    quick check). Other arguments: :func:`study_sequences`.
+    """
+    rows = []
+    for key, mine, pop in _groups(obs, population):
+        for target in TARGETS:
+            want = targets.get(target)
+            series = _series(mine, pop, target) if len(mine) else None
+            if series is None:
+                note = ("no score yet" if not len(mine) else
+                        "the study knows no judge score on every response: no bias or PPI")
+                rows.append([*key, target, len(mine), *[np.nan] * 4, want, False, np.nan,
+                             note])
+                continue
+            values, low, high, offset = series
+            cs_low, cs_high = (float(v[-1]) for v in betting_cs(values, low, high, confidence))
+            half = (cs_high - cs_low) / 2
+            reached = want is not None and half <= want
+            further = (0.0 if reached else np.nan if want is None or not expected else
+                       expected_further(values, low, high, want, confidence, seed))
+            note = "" if want is None or reached or np.isfinite(further) or not expected else (
+                "too few scores to estimate" if values.size < 2 else
+                f"more than {HORIZON} further scores at the spread seen so far")
+            rows.append([*key, target, values.size, offset + float(values.mean()),
+                         offset + cs_low, offset + cs_high, half, want, reached, further,
+                         note])
+    out = pd.DataFrame(rows, columns=list(MONITOR_COLUMNS))
+    out["expected_further"] = out["expected_further"].astype("Float64").round().astype("Int64")
+    out["reached"] = out["reached"].astype(bool)
+    return out

@@ -1,0 +1,77 @@
+"""A study's sequences per model: weights, offsets and fixed-n intervals computed by hand
+(scipy's t quantile, the increments written out) against :mod:`elitr_core.stats.monitor`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from elitr_core.stats.confseq import betting_cs
+from elitr_core.stats.monitor import (
+    SEQUENCE_COLUMNS,
+    expected_further,
+    study_monitor,
+    study_sequences,
+)
+
+KEY = {"split": "test2", "setting": "qa", "mode": "st"}
+
+
+def _study(seed: int = 0, n: int = 40) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    human = rng.integers(1, 11, n).astype(float)
+    judge = np.clip(human + rng.integers(-1, 2, n), 1, 10)
+    pi = rng.choice([0.2, 0.5], n)
+    obs = pd.DataFrame({**KEY, "model": "M", "human": human, "judge": judge,
+                        "probability": pi})
+    pop = pd.DataFrame([{**KEY, "model": "M", "responses": 100, "pi_sum": 31.0,
+                         "pi_min": 0.2, "pi_max": 0.5, "judge_mean": 6.2},
+                        {**KEY, "model": "N", "responses": 50, "pi_sum": 10.0,
+                         "pi_min": 0.2, "pi_max": 0.2, "judge_mean": None}])
+    return obs, pop
+
+
+def test_sequences_weight_each_score_by_its_probability() -> None:
+    obs, pop = _study()
+    table = study_sequences(obs, pop)
+    assert tuple(table.columns) == SEQUENCE_COLUMNS
+    assert set(table["target"]) == {"human", "bias", "ppi"}  # model N: no score yet
+    w = 31.0 / (100 * obs["probability"].to_numpy())
+    d = (obs["human"] - obs["judge"]).to_numpy() * w
+    lo, hi = betting_cs(d, -9 * 31 / 20, 9 * 31 / 20)  # weights between 0.62 and 1.55
+    ppi = table[table["target"] == "ppi"]
+    assert np.allclose(ppi["cs_low"], 6.2 + lo) and np.allclose(ppi["cs_high"], 6.2 + hi)
+    n = np.arange(1, d.size + 1)
+    mean = np.cumsum(d) / n
+    sd = np.array([d[:k].std(ddof=1) if k > 1 else np.nan for k in n])
+    half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
+    assert np.allclose(ppi["fixed_high"].iloc[1:], (6.2 + mean + half)[1:])
+    assert np.isnan(ppi["fixed_low"].iloc[0])
+    bias = table[table["target"] == "bias"]
+    assert np.allclose(bias["estimate"], mean)
+
+
+def test_monitor_reports_the_last_interval_and_the_targets() -> None:
+    obs, pop = _study(n=60)
+    summary = study_monitor(obs, pop, {"human": 2.0, "bias": 0.2, "ppi": 50.0})
+    row = summary.set_index(["model", "target"])
+    seq = study_sequences(obs, pop).groupby("target").last()
+    for target in ("human", "bias", "ppi"):
+        assert row.loc[("M", target), "cs_high"] == pytest.approx(seq.loc[target, "cs_high"])
+        assert row.loc[("M", target), "half_width"] == pytest.approx(
+            (seq.loc[target, "cs_high"] - seq.loc[target, "cs_low"]) / 2)
+    assert row.loc[("M", "ppi"), "reached"] and row.loc[("M", "ppi"), "expected_further"] == 0
+    assert not row.loc[("M", "bias"), "reached"]
+    assert "no score yet" in row.loc[("N", "human"), "note"]
+
+
+def test_expected_further_grows_with_the_spread() -> None:
+    rng = np.random.default_rng(3)
+    narrow = rng.choice([7.0, 8.0], 30)
+    wide = rng.choice([1.0, 10.0], 30)
+    a = expected_further(narrow, 1, 10, 0.75)
+    b = expected_further(wide, 1, 10, 0.75)
+    assert 0 < a < b
+    assert np.isnan(expected_further(narrow[:1], 1, 10, 0.75))

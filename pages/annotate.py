@@ -22,7 +22,15 @@ from elitr_core.annotation.guidelines import (
     score_meaning,
     study_examples,
 )
-from elitr_core.annotation.studies import item_view, queue_view, submit, take_another_unit
+from elitr_core.annotation.studies import (
+    ItemView,
+    QueueView,
+    item_view,
+    queue_view,
+    submit,
+    take_another_unit,
+)
+from elitr_core.annotation.submit_faults import READ_FULL, READ_GONE, with_database_faults
 from elitr_core.annotation.tour import mark_tour_seen, tour_seen
 from elitr_core.data.database import reading, writing
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
@@ -41,6 +49,10 @@ VIEW_KEY = "annotate.view"  # the queue as the submit just returned it, for the 
 REDRAW_KEY = "annotate.redraw"  # a pick cleared the error above: redraw the whole page
 EXAMPLES_TTL_S = 60  # a researcher's new worked examples reach open pages within a minute
 NOTICE_KEY = "annotate.notice"  # a key press that arrived for an item no longer on screen
+# (queue view, position, item view) drawn last: while the database is away (a restart) the
+# page says so in one sentence and shows that item again, Submit included, instead of stopping
+LAST_KEY = "annotate.last"
+KEEP_KEY = "annotate.keep"  # a submit just failed and said why: redraw LAST_KEY's item as it is
 SCORE_KEY = "annotate-score-{}"  # the picked score of a position (set by the scale's buttons)
 # Every widget of an item carries its queue position in its key, so a click carries the
 # identity of the item on screen: a key pressed while the next item is being drawn reaches
@@ -158,7 +170,8 @@ def _submit(position: int) -> None:
                       comment=st.session_state.get(COMMENT_KEY.format(position), ""),
                       unclear=bool(st.session_state.get(UNCLEAR_KEY.format(position))),
                       seconds=time.monotonic() - st.session_state[SHOWN_KEY][1])
-    if call.failed:
+    if call.failed:  # said once: this run shows the item as drawn, without reading again
+        st.session_state[KEEP_KEY] = True
         return
     st.session_state[VIEW_KEY] = view  # the run this causes draws it, without asking again
     after = position + 1 if position + 1 < view.total else None
@@ -172,7 +185,10 @@ def _guidelines() -> None:
     for scores, meaning in rubric_levels():
         st.text(f"{scores}: {meaning}")
     st.markdown("**Worked examples**")
-    for example in _examples(entry.study_id):
+    examples: list[Example] = []
+    with guarded():  # the database away: the rubric above still shows
+        examples = _examples(entry.study_id)
+    for example in examples:
         with st.container(border=True):
             st.text(f"Question: {example.question}\nReference: {example.reference}\n"
                     f"Response: {example.response}\nScore: {example.score}. {example.why}")
@@ -182,8 +198,10 @@ def _guidelines() -> None:
 def _examples(study_id: int) -> list[Example]:
     """The study's worked examples, read once a minute for all its participants (every rerun
     of every participant draws them in the Guidelines popover)."""
-    with reading(engine) as session:
-        return study_examples(session, study_id)
+    def read() -> list[Example]:
+        with reading(engine) as session:
+            return study_examples(session, study_id)
+    return with_database_faults(read, READ_FULL, READ_GONE)
 
 
 @st.fragment
@@ -218,11 +236,27 @@ def _tour() -> None:
         st.rerun()
 
 
+def _last(position: int | None) -> tuple[QueueView, ItemView] | None:
+    """(queue view, item view) drawn last for ``position``, None when another was."""
+    last = st.session_state.get(LAST_KEY)
+    return (last[0], last[2]) if last is not None and last[1] == position else None
+
+
 view = st.session_state.pop(VIEW_KEY, None)
-if view is None:
-    with guarded(stop=True):
-        view = queue_view(engine, entry)
 position = st.session_state.get(POSITION_KEY)
+last = _last(position)
+# the database away (said once, by the submit or by the first read that failed): the item
+# drawn last stays, its Submit with it, and nothing more is read in this run
+away = bool(st.session_state.pop(KEEP_KEY, False)) and last is not None
+if view is None and not away:
+    with guarded() as read:
+        view = queue_view(engine, entry)
+    if read.failed and last is None:
+        st.stop()
+    away = read.failed
+if away:
+    assert last is not None
+    view = last[0]
 st.html(COMPACT_CSS)
 head, progress, guide, helper = st.columns([2, 3, 1, 0.3], vertical_alignment="center")
 head.markdown(md("##### Scoring: {}", view.study_name))
@@ -249,22 +283,43 @@ if position is None:
         st.button("Take another task", on_click=_take_another)
     st.stop()
 
-with guarded(stop=True):
-    item = item_view(engine, entry, position)
+if away:
+    assert last is not None
+    item = last[1]
+else:
+    with guarded() as read:
+        item = item_view(engine, entry, position)
+    if read.failed and last is None:
+        st.stop()
+    if read.failed:
+        assert last is not None
+        item = last[1]
+st.session_state[LAST_KEY] = (view, position, item)
 if st.session_state.get(SHOWN_KEY, (None,))[0] != position:
     st.session_state[SHOWN_KEY] = (position, time.monotonic())
 score_key = SCORE_KEY.format(position)
 if score_key not in st.session_state:
     st.session_state[score_key] = item.value
-if TOUR_KEY not in st.session_state:
+def _read_tour() -> bool:
     with reading(engine) as session:
-        st.session_state[TOUR_KEY] = tour_seen(session, entry.annotator_id)
-if not st.session_state[TOUR_KEY]:
-    # once per annotator, however it is closed (button, Enter, Esc, x), on any device
+        return tour_seen(session, entry.annotator_id)
+
+
+def _mark_tour() -> None:
     with writing(engine) as session:
         mark_tour_seen(session, entry.annotator_id)
-    st.session_state[TOUR_KEY] = True
-    _tour()
+
+
+if TOUR_KEY not in st.session_state:
+    with guarded():  # the database away: asked again on the next run
+        st.session_state[TOUR_KEY] = with_database_faults(_read_tour, READ_FULL, READ_GONE)
+if st.session_state.get(TOUR_KEY) is False:
+    # once per annotator, however it is closed (button, Enter, Esc, x), on any device
+    with guarded() as marked:
+        with_database_faults(_mark_tour, READ_FULL, READ_GONE)
+    if not marked.failed:
+        st.session_state[TOUR_KEY] = True
+        _tour()
 elif st.session_state.pop(TOUR_OPEN_KEY, False):
     _tour()
 

@@ -42,7 +42,14 @@ from elitr_core.annotation.study_setup import POOLS
 from elitr_core.annotation.study_setup import StudySpec as StudySpec  # re-exported
 from elitr_core.annotation.study_setup import create_study as create_study  # re-exported
 from elitr_core.annotation.study_setup import prolific_url as prolific_url  # re-exported
-from elitr_core.annotation.submit_faults import with_database_faults
+from elitr_core.annotation.submit_faults import (
+    ENTER_FULL,
+    ENTER_GONE,
+    READ_FULL,
+    READ_GONE,
+    said,
+    with_database_faults,
+)
 from elitr_core.data.fields import lookup_name
 from elitr_core.errors import UserError
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
@@ -167,6 +174,7 @@ LAPSED = ("Your time for this task in study {} ran out and the task went to anot
           "(or ask the researcher for a new task).")
 
 
+@said(ENTER_FULL, ENTER_GONE)
 def enter_with_token(engine: Engine, token: str, study_name: str | None = None) -> Entry:
     """Check an annotator's token and open their study (claiming a unit on first entry).
 
@@ -195,6 +203,7 @@ def enter_with_token(engine: Engine, token: str, study_name: str | None = None) 
         return Entry(annotator.id, study.id, study.name)
 
 
+@said(ENTER_FULL, ENTER_GONE)
 def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str,
                   session_id: str, *, client: str = "") -> Entry:
     """Create or resume a Prolific participant as a silver annotator of ``study_name``.
@@ -286,6 +295,7 @@ def _queue_view(session: Session, study: _StudyFacts, entry: Entry,
                      study.prolific_code if done else None, can_more)
 
 
+@said(READ_FULL, READ_GONE)
 def queue_view(engine: Engine, entry: Entry) -> QueueView:
     """Progress of the annotator's queue and where to resume."""
     with reading(engine, one_statement=True) as session:
@@ -294,6 +304,7 @@ def queue_view(engine: Engine, entry: Entry) -> QueueView:
         return _queue_view(session, _StudyFacts.of(row), entry, row)
 
 
+@said(READ_FULL, READ_GONE)
 def item_view(engine: Engine, entry: Entry, position: int) -> ItemView:
     """The item at ``position`` of the annotator's own queue (refused for anything else)."""
     with reading(engine, one_statement=True) as session:
@@ -373,6 +384,7 @@ def _record(engine: Engine, entry: Entry, position: int, value: int, comment: st
         return view
 
 
+@said(ENTER_FULL, ENTER_GONE)
 def take_another_unit(engine: Engine, entry: Entry) -> QueueView:
     """Give a token annotator who finished their task another unit of the same study."""
     if entry.prolific:

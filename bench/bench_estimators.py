@@ -94,7 +94,94 @@ def betting_part(replicates: int, rng: np.random.Generator) -> str:
     return "\n".join(lines)
 
 
-PARTS = {"betting": betting_part}
+#: P(true score = 1..10) of a response (the pooled gold-human scores' two humps)
+TRUTH = np.array([0.22, 0.06, 0.05, 0.05, 0.06, 0.07, 0.08, 0.10, 0.11, 0.20])
+
+
+def _crowd(rng: np.random.Generator, n_workers: int, spam: float = 0.0,
+           adversary: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Annotators' noise sd (0.5-2.5), offset (sd 0.7) and kind (0 honest, 1 spammer scoring
+    uniformly at random, 2 adversary scoring 11 - truth)."""
+    kind = np.zeros(n_workers, int)
+    kind[rng.random(n_workers) < spam] = 1
+    kind[(kind == 0) & (rng.random(n_workers) < adversary)] = 2
+    return rng.uniform(0.5, 2.5, n_workers), rng.normal(0, 0.7, n_workers), kind
+
+
+def design(name: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(task, worker) pairs of one simulated study."""
+    if name == "dense":  # 8 annotators score all 120 responses
+        return np.repeat(np.arange(120), 8), np.tile(np.arange(8), 120)
+    if name == "paper":  # 8 meetings x 45 items, 10 annotators of each meeting score them all
+        task = np.repeat(np.arange(360), 10)
+        return task, (task // 45) * 10 + np.tile(np.arange(10), 360)
+    if name == "batches":  # batches of 10 responses, 3 annotators a batch, new ones each batch
+        task = np.repeat(np.arange(300), 3)
+        return task, (task // 10) * 3 + np.tile(np.arange(3), 300)
+    per = {"sparse": 3, "spammers": 5, "adversaries": 5}[name]  # random pool of 40
+    task = np.repeat(np.arange(300), per)
+    worker = np.concatenate([rng.choice(40, per, replace=False) for _ in range(300)])
+    return task, worker
+
+
+def simulate(name: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                           np.ndarray]:
+    """task, worker, score and each response's true score of one simulated study."""
+    task, worker = design(name, rng)
+    truth = rng.choice(LEVELS, task.max() + 1, p=TRUTH)
+    sd, offset, kind = _crowd(rng, worker.max() + 1, 0.25 if name == "spammers" else 0.0,
+                              0.2 if name == "adversaries" else 0.0)
+    honest = truth[task] + offset[worker] + rng.normal(0, 1, task.size) * sd[worker]
+    score = np.where(kind[worker] == 1, rng.integers(1, 11, task.size), np.where(
+        kind[worker] == 2, 11 - truth[task] + rng.normal(0, 1, task.size), honest))
+    return task, worker, np.clip(np.rint(score), 1, 10), truth
+
+
+AGGREGATES = ("mean", "median", "gaussian", "dawid-skene")
+
+
+def aggregates(task: np.ndarray, worker: np.ndarray, score: np.ndarray) -> dict[str, np.ndarray]:
+    """Each aggregate of one study, per response."""
+    import pandas as pd
+
+    from elitr_core.stats.annotator_offsets import gaussian_aggregate
+    from elitr_core.stats.dawid_skene import dawid_skene
+
+    per = pd.Series(score).groupby(task)
+    ds = dawid_skene(task, worker, score)
+    return {"mean": per.mean().to_numpy(), "median": per.median().to_numpy(),
+            "gaussian": gaussian_aggregate(task, worker, score).mu,
+            "dawid-skene": ds.probas @ ds.classes.astype(float)}
+
+
+DESIGNS = ("dense", "sparse", "batches", "spammers", "adversaries", "paper")
+
+
+def aggregate_part(replicates: int, rng: np.random.Generator) -> str:
+    """MAE to the true score of every aggregate in every design, over simulated studies."""
+    import warnings as w
+
+    lines = ["| design | " + " | ".join(f"{a} MAE" for a in AGGREGATES)
+             + " | gaussian - mean (95% CI) | gaussian better in |",
+             "| --- |" + " --- |" * (len(AGGREGATES) + 2)]
+    studies = max(replicates // 50, 5)
+    for name in DESIGNS:
+        errors = {a: [] for a in AGGREGATES}
+        for _ in range(studies):
+            task, worker, score, truth = simulate(name, rng)
+            with w.catch_warnings():
+                w.simplefilter("ignore")
+                for a, value in aggregates(task, worker, score).items():
+                    errors[a].append(float(np.abs(value - truth).mean()))
+        gap = np.array(errors["gaussian"]) - np.array(errors["mean"])
+        half = stats.t.ppf(0.975, studies - 1) * gap.std(ddof=1) / np.sqrt(studies)
+        lines.append(f"| {name} | " + " | ".join(f"{np.mean(errors[a]):.3f}" for a in AGGREGATES)
+                     + f" | {gap.mean():+.3f} ({gap.mean() - half:+.3f}, {gap.mean() + half:+.3f})"
+                     f" | {(gap < 0).mean():.0%} |")
+    return "\n".join(lines) + f"\n\n{studies} simulated studies a design"
+
+
+PARTS = {"betting": betting_part, "aggregate": aggregate_part}
 
 
 def uptime() -> str:

@@ -11,7 +11,9 @@ responses gold-human scored:
    plus ``--careless`` annotators answering uniformly at random; ``--crowds`` seeds.
 
 Printed: n, MAE, bias and Pearson r of each aggregate against gold-human
-(``elitr_core.stats.dawid_skene.agreement_with_gold``), and the load average.
+(``elitr_core.stats.silver_aggregate.agreement_with_gold``, ``method="dawid-skene"``; the
+default aggregate against the mean in six designs is ``bench/bench_estimators.py``), and the
+load average.
 
     python bench/bench_silver_aggregate.py [--crowds 20] [--out bench/results/x.md]
 """
@@ -33,7 +35,7 @@ from db.runs import ScoreFilter
 from elitr_core.cli.main import main as cli  # noqa: E402
 from elitr_core.data.database import open_database, reading  # noqa: E402
 from elitr_core.data.scores import scores_table  # noqa: E402
-from elitr_core.stats.dawid_skene import agreement_with_gold  # noqa: E402
+from elitr_core.stats.silver_aggregate import agreement_with_gold  # noqa: E402
 
 
 def bundled_scores() -> pd.DataFrame:
@@ -83,12 +85,13 @@ def main() -> None:
     args = parser.parse_args()
     lines = [f"load average before: {os.getloadavg()}", ""]
     df = bundled_scores()
-    table = agreement_with_gold(raters_as_crowd(df), "raters")
+    table = agreement_with_gold(raters_as_crowd(df), "raters", method="dawid-skene")
     lines += ["## The bundled raters (gpt-4, prometheus, silver-human) as a crowd, vs gold-human",
               "", table.to_markdown(index=False, floatfmt=".3f"), ""]
     runs = [agreement_with_gold(simulated_crowd(df, np.random.default_rng(seed),
                                                 args.annotators, args.per_item,
-                                                args.careless), "crowd")
+                                                args.careless), "crowd",
+                                method="dawid-skene")
             for seed in range(args.crowds)]
     summary = pd.concat(runs).groupby("aggregate", sort=False)[["mae", "bias", "r"]].agg(
         ["mean", "min", "max"])

@@ -124,13 +124,14 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "icc": ("raters", "group", "icc_type", "icc", "ci_low", "ci_high", "n_targets", "n_raters",
             "alpha", "note"),
     "elo": ("model", "evaluator", "rating", "ci_low", "ci_high", "note"),
-    # a reliability-weighted silver aggregate (stats/dawid_skene): per response, per annotator,
-    # and how close each aggregate comes to gold
+    # a reliability-weighted silver aggregate (stats/silver_aggregate): per response, per
+    # annotator, and how close each aggregate comes to gold
     "silver-aggregate": (
         "meeting", "question_id", "split", "setting", "mode", "seed", "model", "evaluator",
-        "n_annotators", "mean", "ds_mean", "ds_score",
+        "n_annotators", "mean", "median", "aggregate", "note",
     ),
-    "annotator-reliability": ("evaluator", "annotator", "n", "ds_accuracy", "ds_expected_error"),
+    "annotator-reliability": ("evaluator", "annotator", "n", "method", "bias", "noise_sd",
+                              "weight", "accuracy", "mean_abs_error"),
     "silver-aggregate-agreement": ("evaluator", "reference", "aggregate", "n", "mae", "bias",
                                    "r"),
     # the judge audit (stats/ppi, ppi_designs, recalibration, judge_effects, consistency,

@@ -304,12 +304,13 @@ with people_tab, st.form("studies.annotator"):
         st.caption("Create a study first: a personal link opens one study.")
 
 def reliability_section(slug: str, study: str) -> None:
-    """Each annotator's reliability under a Dawid-Skene fit of the study's scores (the same
-    bytes as ``export annotator-reliability --evaluator SLUG``)."""
-    st.caption("Reliability (Dawid-Skene: every annotator's confusion matrix and every "
-               "response's true score estimated together by EM): ds_accuracy is the mean "
-               "probability that the annotator's score is the true one, ds_expected_error the "
-               "mean expected distance from it in points. Same bytes as "
+    """Each annotator's offset and precision under the silver aggregate's fit of the study's
+    scores (the same bytes as ``export annotator-reliability --evaluator SLUG``)."""
+    st.caption("Reliability (each annotator's offset and noise, estimated with every "
+               "response's aggregate): bias is how much higher than the aggregate the "
+               "annotator scores, noise_sd how far their scores scatter about it, weight their "
+               "share in the aggregate (1 = average), mean_abs_error their mean distance from "
+               "it in points. Same bytes as "
                + code_span(f"python -m elitr_core export annotator-reliability --evaluator "
                            f"{slug}") + "; " + code_span("export silver-aggregate")
                + " gives the reliability-weighted aggregate beside the mean.")
@@ -367,7 +368,7 @@ with status_tab:
         if int((report["answered"] > 0).sum()) >= 2:
             reliability_section(str(status.summary["evaluator"]), study)
         else:
-            st.caption("Annotator reliability (Dawid-Skene) shows once two annotators have "
+            st.caption("Annotator reliability shows once two annotators have "
                        "answered.")
     st.subheader("Agreement of the study's annotators")
     if agreement:

@@ -40,7 +40,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             frame = build_table(args.table, session, flt, reference=args.reference,
                                 groups=parse_groups(args.group or []), audit=audit_options(args),
-                                elo=args.elo, rank_by=args.rank_by)
+                                elo=args.elo, rank_by=args.rank_by, aggregate=args.aggregate)
     name = "elo-pairwise" if pairwise and args.table == "elo" else args.table
     write(render(frame, args.format, name), args.out)
     return 0
@@ -185,6 +185,10 @@ def register(sub: Any) -> None:
                    help="elo, pairwise-agreement: maximum-likelihood Elo (Bradley-Terry on the "
                    "Elo scale, default), CREAM's update as the median over 200 random match "
                    "orders (seed 0), or one pass in question order")
+    p.add_argument("--aggregate", choices=["gaussian", "dawid-skene"], default="gaussian",
+                   help="silver-aggregate, annotator-reliability, silver-aggregate-agreement: "
+                   "each annotator's offset and precision (default), or nominal Dawid-Skene "
+                   "(dense studies only: every annotator 100 scores or more)")
     p.add_argument("--baseline", metavar="MODEL", help="winrate: the model battled against")
     p.add_argument("--criterion", choices=["verdict", "completeness", "conciseness"],
                    help="pairwise tables: one criterion (default: each one the judges define)")

@@ -42,6 +42,7 @@ class TableOptions:
     elo: str = "mle"  # which Elo rating: mle, median (over random orders) or order
     rank_by: str | None = None  # the main table's ranking column (default: QA-st mean)
     evaluator: str | None = None  # the main table's evaluator (default: views.DEFAULT_JUDGE)
+    aggregate: str = "gaussian"  # the silver aggregate's method (stats/silver_aggregate)
 
 
 TableBuilder = Callable[[pd.DataFrame, TableOptions], pd.DataFrame]
@@ -115,12 +116,14 @@ def _builders() -> dict[str, TableBuilder]:
 
 
 def _per_pool(df: pd.DataFrame, o: TableOptions, which: int) -> pd.DataFrame:
-    """A Dawid-Skene table (0: aggregate, 1: reliability, 2: agreement with ``o.reference``)
-    for every human pool with named annotators under the filters (``--evaluator`` picks one);
-    a pool that cannot be fitted is left out unless none can."""
+    """A silver aggregate table (0: aggregate, 1: reliability, 2: agreement with
+    ``o.reference``) of method ``o.aggregate`` for every human pool with named annotators under
+    the filters (``--evaluator`` picks one); a pool that cannot be fitted is left out unless
+    none can."""
     from elitr_core.errors import DegenerateDataError
-    from elitr_core.stats import dawid_skene as ds
+    from elitr_core.stats import silver_aggregate as silver
 
+    silver.check_method(o.aggregate)
     named = by_named_annotator(df)
     pools = [p for p in pd.unique(named["evaluator"]) if p != o.reference or which < 2]
     if not pools:
@@ -129,8 +132,8 @@ def _per_pool(df: pd.DataFrame, o: TableOptions, which: int) -> pd.DataFrame:
     tables, errors = [], []
     for pool in pools:
         try:
-            tables.append(ds.agreement_with_gold(df, pool, o.reference) if which == 2
-                          else ds.silver_aggregate(df, pool)[which])
+            tables.append(silver.agreement_with_gold(df, pool, o.reference, o.aggregate)
+                          if which == 2 else silver.silver_aggregate(df, pool, o.aggregate)[which])
         except DegenerateDataError as error:
             errors.append(error)
     if not tables:
@@ -143,12 +146,14 @@ def build_table(
     name: str, session: Session, flt: ScoreFilter, *, reference: str = "gold-human",
     groups: tuple[tuple[str, tuple[str, ...]], ...] = (), scores: pd.DataFrame | None = None,
     audit: AuditOptions | None = None, elo: str = "mle", rank_by: str | None = None,
+    aggregate: str = "gaussian",
 ) -> pd.DataFrame:
     """Build one table of the export contract for the filters.
 
     ``scores``: the ``scores`` table for ``flt`` when the caller already holds it (the pages
     cache it); read from ``session`` otherwise. ``audit``: options of the judge-audit tables
-    (``AUDIT_TABLES``; their ``groups`` default to ``groups``).
+    (``AUDIT_TABLES``; their ``groups`` default to ``groups``). ``aggregate``: the silver
+    aggregate's method (``gaussian`` or, for dense studies, ``dawid-skene``).
     """
     if name == "unscored":
         return unscored_table(session, flt)
@@ -173,7 +178,7 @@ def build_table(
     # the main table lays out one evaluator: the first --evaluator, else the default judge
     evaluator = flt.evaluators[0] if name == "main-table" and flt.evaluators else None
     options = TableOptions(reference=reference, groups=groups, differentiating=keys, elo=elo,
-                           rank_by=rank_by, evaluator=evaluator)
+                           rank_by=rank_by, evaluator=evaluator, aggregate=aggregate)
     return stat_table(name, scores, options=options)
 
 

@@ -285,11 +285,11 @@ def test_analysis_pages_show_a_study_s_new_aggregate_at_once(url: str) -> None:
     assert means() == {2.0}
 
 
-def test_quality_control_shows_each_annotator_s_dawid_skene_reliability(
+def test_quality_control_shows_each_annotator_s_reliability(
         url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Three annotators on the same six items: the quality control shows the Dawid-Skene
-    reliability table (one row per annotator; with six items the ranking itself means little,
-    it is checked in the statistics tests) and its download is the CLI's."""
+    """Three annotators on the same six items: the quality control shows the silver
+    aggregate's reliability table (one row per annotator; with six items the ranking itself
+    means little, it is checked in the statistics tests) and its download is the CLI's."""
     from tests.pages.analysis_support import analysis_app, cli_export, download_bytes
 
     engine = open_database(url)
@@ -308,8 +308,9 @@ def test_quality_control_shows_each_annotator_s_dawid_skene_reliability(
     app.run()
     app = app.switch_page("pages/studies.py").run()
     assert not app.exception
-    table = next(t.value for t in app.dataframe if "ds_accuracy" in t.value.columns)
+    table = next(t.value for t in app.dataframe if "noise_sd" in t.value.columns)
     assert sorted(table["annotator"]) == ["close", "near", "random"]
-    assert (table["n"] == 6).all() and table["ds_accuracy"].between(0, 1).all()
+    assert (table["n"] == 6).all() and (table["method"] == "gaussian").all()
+    assert table["weight"].mean() == pytest.approx(1.0) and (table["weight"] > 0).all()
     assert download_bytes(app, "download.annotator-reliability-s.csv") == cli_export(
         url, "annotator-reliability", tmp_path / "r.csv", "--evaluator", slug)

@@ -1,4 +1,5 @@
-"""The Dawid-Skene silver aggregate against crowd-kit's DawidSkene (the independent reference)."""
+"""Nominal Dawid-Skene (the silver aggregate's option for dense studies) against crowd-kit's
+DawidSkene (the independent reference); its tables are tested in test_silver_aggregate."""
 
 from __future__ import annotations
 
@@ -7,15 +8,7 @@ import pandas as pd
 import pytest
 from crowdkit.aggregation import DawidSkene
 
-from elitr_core.errors import DegenerateDataError, UserError
-from elitr_core.stats.dawid_skene import (
-    AGGREGATE_COLUMNS,
-    RELIABILITY_COLUMNS,
-    agreement_with_gold,
-    dawid_skene,
-    silver_aggregate,
-)
-from tests.elitr_core.stats.synthetic import frame, row
+from elitr_core.stats.dawid_skene import dawid_skene
 
 pytestmark = pytest.mark.filterwarnings("ignore:The (copy|inplace) keyword")
 #: score noise (sd) of each annotator: careful ones first, a careless one last
@@ -50,36 +43,3 @@ def test_em_equals_crowd_kit(seed: int) -> None:
         k = int(np.searchsorted(fit.classes, label))
         assert fit.errors[worker, k] == pytest.approx(
             values.reindex(fit.classes).to_numpy(), abs=1e-12)
-
-
-def as_scores(data: pd.DataFrame, truth: np.ndarray) -> pd.DataFrame:
-    names = list(NOISE)
-    rows = [row(question_id=str(t + 1), evaluator="silver-human:s", annotator=names[w],
-                score=float(label)) for t, w, label in data.itertuples(index=False)]
-    rows += [row(question_id=str(t + 1), evaluator="gold-human", score=float(v))
-             for t, v in enumerate(truth)]
-    return frame(rows)
-
-
-def test_tables_rank_the_careless_annotator_last_and_beat_the_mean_on_gold() -> None:
-    data, truth = crowd(n_items=150, seed=4)
-    df = as_scores(data, truth)
-    aggregate, reliability = silver_aggregate(df, "silver-human:s")
-    assert tuple(aggregate.columns) == AGGREGATE_COLUMNS and len(aggregate) == 150
-    assert tuple(reliability.columns) == RELIABILITY_COLUMNS
-    means = data.groupby("task")["label"].mean().to_numpy()
-    assert aggregate["mean"].to_numpy() == pytest.approx(means)
-    assert reliability["annotator"].iloc[-1] == "careless"
-    assert reliability.set_index("annotator")["n"].sum() == len(data)
-    gold = agreement_with_gold(df, "silver-human:s").set_index("aggregate")
-    assert (gold["n"] == 150).all()
-    assert gold.loc["dawid-skene", "mae"] < gold.loc["mean", "mae"]
-
-
-def test_states_without_a_crowd() -> None:
-    one = frame([row(question_id=str(q), evaluator="silver-human:s", annotator="only",
-                     score=5.0) for q in range(1, 4)])
-    with pytest.raises(DegenerateDataError, match="one annotator here"):
-        silver_aggregate(one, "silver-human:s")
-    with pytest.raises(UserError, match="no score of a named annotator"):
-        silver_aggregate(frame([row(evaluator="silver-human")]), "silver-human")

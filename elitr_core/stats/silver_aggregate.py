@@ -1,0 +1,166 @@
+"""The silver aggregate tables: a reliability-weighted aggregate of a study's annotators beside
+the plain mean and the median, each annotator's reliability, and how close each comes to gold.
+
+Two methods:
+
+- ``gaussian`` (the default): each annotator's offset and precision
+  (:mod:`elitr_core.stats.annotator_offsets`). In ``bench/bench_estimators.py --part
+  aggregate`` it is never worse than the mean beyond Monte-Carlo noise in any of six designs
+  (dense, sparse, batches, spammers, adversaries, the paper's 10 a response) and better in
+  most.
+- ``dawid-skene``: nominal Dawid-Skene (:mod:`elitr_core.stats.dawid_skene`), a 10 x 10
+  confusion matrix an annotator. Offered for dense studies only (every annotator scored at
+  least :data:`DENSE_FROM` responses): with fewer scores an annotator its 90 parameters are
+  noise, and the same benchmark finds it worse than the mean in sparse designs and batches.
+
+A response with one score has nothing to weigh: its aggregate is that score (the mean), and
+its ``note`` says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from elitr_core.errors import DegenerateDataError, UserError
+from elitr_core.stats.annotator_offsets import gaussian_aggregate
+from elitr_core.stats.dawid_skene import dawid_skene
+from elitr_core.stats.frame import RESPONSE_KEY, by_named_annotator, check_columns
+from elitr_core.vocab import EXPORT_COLUMNS
+
+AGGREGATE_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["silver-aggregate"]
+RELIABILITY_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["annotator-reliability"]
+METHODS: tuple[str, ...] = ("gaussian", "dawid-skene")
+#: Fewest scores of every annotator from which nominal Dawid-Skene is offered: 90 parameters
+#: an annotator want many times as many scores (the benchmark's dense design gives 120)
+DENSE_FROM = 100
+ONE_SCORE_NOTE = "one score: nothing to weigh, the aggregate is that score (the mean)"
+
+
+def _individual(df: pd.DataFrame, evaluator: str) -> pd.DataFrame:
+    """``evaluator``'s scores by named annotators (its aggregate rows left out)."""
+    check_columns(df, [*RESPONSE_KEY, "evaluator", "annotator", "score"])
+    rows = df[(df["evaluator"] == evaluator) & df["score"].notna()]
+    rows = by_named_annotator(rows)
+    if rows.empty:
+        raise UserError(f"{evaluator} has no score of a named annotator here: the silver "
+                        "aggregate needs a study's individual scores (silver-human:STUDY)")
+    if rows["annotator"].nunique() < 2:
+        raise DegenerateDataError(f"{evaluator} has one annotator here: a reliability-weighted "
+                                  "aggregate weighs annotators against each other and needs "
+                                  "at least 2")
+    return rows.reset_index(drop=True)
+
+
+def check_method(method: str, n_scores: pd.Series | None = None) -> None:
+    """Refuse an unknown method, and Dawid-Skene where an annotator has fewer than
+    :data:`DENSE_FROM` scores (``n_scores``: scores per annotator)."""
+    if method not in METHODS:
+        raise UserError(f"unknown aggregate {method!r}: choose {' or '.join(METHODS)}")
+    if method == "dawid-skene" and n_scores is not None and n_scores.min() < DENSE_FROM:
+        raise UserError(
+            f"Dawid-Skene is for dense studies only: annotator {n_scores.idxmin()} scored "
+            f"{int(n_scores.min())} responses, and its 90 parameters an annotator want at "
+            f"least {DENSE_FROM} each (with fewer it is worse than the plain mean, "
+            "bench/bench_estimators.py); use --aggregate gaussian (the default)")
+
+
+def _fit(task: np.ndarray, worker: np.ndarray, score: np.ndarray,
+         method: str) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per task the aggregate; per worker bias, noise_sd, weight, accuracy."""
+    if method == "dawid-skene":
+        fit = dawid_skene(task, worker, score)
+        values = fit.classes.astype(float)
+        own = fit.probas[task, np.searchsorted(fit.classes, score)]
+        signed = score - fit.probas[task] @ values
+        per = pd.DataFrame({"w": worker, "signed": signed, "own": own}).groupby("w")
+        return fit.probas @ values, pd.DataFrame({
+            "bias": per["signed"].mean(), "noise_sd": per["signed"].std(ddof=1),
+            "weight": np.nan, "accuracy": per["own"].mean()})
+    fit = gaussian_aggregate(task, worker, score)
+    precision = 1.0 / fit.variance  # NaN for an annotator with no response scored twice
+    if np.isfinite(precision).any():
+        precision = precision / np.nanmean(precision)
+    return fit.mu, pd.DataFrame({
+        "bias": fit.offset, "noise_sd": np.sqrt(fit.variance),
+        "weight": precision, "accuracy": np.nan})
+
+
+def silver_aggregate(df: pd.DataFrame, evaluator: str,
+                     method: str = "gaussian") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Plain mean, median and the reliability-weighted aggregate per response, and each
+    annotator's reliability.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Long scores table (``SCORE_COLUMNS``) holding ``evaluator``'s individual scores.
+    evaluator : str
+        A human pool with named annotators (``silver-human:STUDY``).
+    method : {"gaussian", "dawid-skene"}
+        The aggregate (see the module); Dawid-Skene needs a dense study.
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame)
+        :data:`AGGREGATE_COLUMNS`: per response ``n_annotators``, ``mean``, ``median``,
+        ``aggregate`` (of ``method``, the mean where one annotator scored it) and ``note``.
+        :data:`RELIABILITY_COLUMNS`: per annotator ``n``, ``method``, ``bias`` (how much
+        higher than the aggregate they score), ``noise_sd`` (the spread of their scores about
+        it), ``weight`` (gaussian: their precision over the mean precision), ``accuracy``
+        (Dawid-Skene: the mean posterior probability that their score is the true one) and
+        ``mean_abs_error`` (their mean distance from the aggregate), most reliable first.
+
+    References
+    ----------
+    See :mod:`elitr_core.stats.annotator_offsets` and :mod:`elitr_core.stats.dawid_skene`.
+    """
+    rows = _individual(df, evaluator)
+    check_method(method, rows.groupby("annotator")["score"].size())
+    keys = list(RESPONSE_KEY)
+    task = rows.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    names, worker = np.unique(rows["annotator"].astype(str), return_inverse=True)
+    score = rows["score"].to_numpy(float)
+    fitted, per_worker = _fit(task, worker, score, method)
+    per_task = pd.Series(score).groupby(task)
+    mean, count = per_task.mean().to_numpy(), per_task.size().to_numpy()
+    one = count == 1
+    value = np.where(one | np.isnan(fitted), mean, fitted)
+    items = rows.assign(_task=task).drop_duplicates("_task").sort_values("_task")
+    aggregate = items[keys].assign(
+        evaluator=evaluator, n_annotators=count, mean=mean,
+        median=per_task.median().to_numpy(), aggregate=value,
+        note=np.where(one, ONE_SCORE_NOTE, "")).reset_index(drop=True)
+    distance = pd.Series(np.abs(score - value[task])).groupby(worker).mean()
+    reliability = per_worker.assign(
+        evaluator=evaluator, annotator=names, n=np.bincount(worker), method=method,
+        mean_abs_error=distance.to_numpy())
+    reliability = reliability.sort_values("mean_abs_error", kind="stable")
+    return (aggregate[list(AGGREGATE_COLUMNS)],
+            reliability.reset_index(drop=True)[list(RELIABILITY_COLUMNS)])
+
+
+def agreement_with_gold(df: pd.DataFrame, evaluator: str, reference: str = "gold-human",
+                        method: str = "gaussian") -> pd.DataFrame:
+    """How close the mean, the median and the ``method`` aggregate come to ``reference`` on
+    the responses both scored: ``n``, mean absolute error, mean signed error and Pearson r."""
+    from elitr_core.stats.frame import per_response
+
+    aggregate, _ = silver_aggregate(df, evaluator, method)
+    gold = per_response(df[df["evaluator"] == reference])
+    if gold.empty:
+        raise UserError(f"no {reference} score here: choose a reference evaluator with scores")
+    keys = list(RESPONSE_KEY)
+    both = aggregate.merge(gold[[*keys, "score"]].astype({k: aggregate[k].dtype for k in keys}),
+                           on=keys)
+    if len(both) < 3:
+        raise DegenerateDataError(f"{reference} scored {len(both)} of the aggregated responses:"
+                                  " at least 3 are needed")
+    rows = []
+    for name, column in (("mean", "mean"), ("median", "median"), (method, "aggregate")):
+        error = both[column] - both["score"]
+        r = (np.corrcoef(both[column], both["score"])[0, 1]
+             if both[column].nunique() > 1 and both["score"].nunique() > 1 else np.nan)
+        rows.append((evaluator, reference, name, len(both), float(error.abs().mean()),
+                     float(error.mean()), float(r)))
+    return pd.DataFrame(rows, columns=list(EXPORT_COLUMNS["silver-aggregate-agreement"]))

@@ -77,12 +77,12 @@ def _fit(task: np.ndarray, worker: np.ndarray, score: np.ndarray,
         return fit.probas @ values, pd.DataFrame({
             "bias": per["signed"].mean(), "noise_sd": per["signed"].std(ddof=1),
             "weight": np.nan, "accuracy": per["own"].mean()})
-    fit = gaussian_aggregate(task, worker, score)
-    precision = 1.0 / fit.variance  # NaN for an annotator with no response scored twice
+    offsets = gaussian_aggregate(task, worker, score)
+    precision = 1.0 / offsets.variance  # NaN for an annotator with no response scored twice
     if np.isfinite(precision).any():
         precision = precision / np.nanmean(precision)
-    return fit.mu, pd.DataFrame({
-        "bias": fit.offset, "noise_sd": np.sqrt(fit.variance),
+    return offsets.mu, pd.DataFrame({
+        "bias": offsets.offset, "noise_sd": np.sqrt(offsets.variance),
         "weight": precision, "accuracy": np.nan})
 
 

@@ -5,12 +5,15 @@ submit goes on once the fault is gone."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+from contextlib import suppress
+from pathlib import Path
 
 import pytest
-from sqlalchemy import event, select, text
+from sqlalchemy import event, func, select, text
 from sqlalchemy.engine import Engine
 
-from db.models import Score
+from db.models import Participation, Score
 from db.transaction import reading, writing
 from elitr_core.annotation.admin import add_annotator
 from elitr_core.annotation.studies import (
@@ -20,10 +23,12 @@ from elitr_core.annotation.studies import (
     enter_with_token,
     submit,
 )
-from elitr_core.annotation.submit_faults import FULL
+from elitr_core.annotation.submit_faults import ENTER_FULL, FULL
 from elitr_core.data.database import open_database
 from elitr_core.errors import UserError
 from tests.elitr_core.annotation_data import build
+from tests.pg_instance import PgInstance
+from tests.unprivileged import shared_tmp
 
 
 def _study(url: str) -> tuple[Engine, Entry]:
@@ -88,3 +93,46 @@ def test_a_submit_reconnects_after_the_server_dropped_every_connection(pg_url: s
     admin.dispose()
     submit(engine, entry, 1, 6)
     assert len(_answers(pg_url)) == before + 2
+
+
+def test_entering_a_link_on_a_full_postgresql_disk_is_one_sentence() -> None:
+    """A PostgreSQL server whose data folder lies on a tmpfs the test fills (issue 41, item
+    4): claiming a task needs a new page (an empty table's first row), the server says
+    "could not extend file" (SQLSTATE 53100), the annotator reads one sentence; nothing is
+    half-claimed, and the same link opens the task once there is room. Mounting needs root,
+    as CI runs (elsewhere the test is skipped with that reason)."""
+    with shared_tmp() as folder:  # a folder the server's unprivileged user can reach
+        _full_postgresql_disk(folder / "disk")
+
+
+def _full_postgresql_disk(mount: Path) -> None:
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m,mode=0777", "tmpfs",
+                           str(mount)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"mounting a tmpfs needs root: {done.stderr.strip()}")
+    try:
+        pg = PgInstance(mount)
+        pg.start()
+        try:
+            build(pg.url)
+            with writing(open_database(pg.url)) as session:
+                create_study(session, StudySpec(name="s1", pool="silver", per_item=1))
+                token = add_annotator(session, "ann", "silver")
+            engine = open_database(pg.url)
+            with suppress(OSError), (mount / "fill").open("wb", buffering=0) as fill:
+                while True:  # the disk fills up while the server runs
+                    fill.write(b"\0" * 65536)
+            with pytest.raises(UserError) as refused:
+                enter_with_token(engine, token)
+            assert str(refused.value) == ENTER_FULL
+            (mount / "fill").unlink()
+            with reading(engine) as session:
+                assert session.execute(select(func.count()).select_from(Participation)
+                                       ).scalar_one() == 0
+            enter_with_token(engine, token)  # room again: the same link opens the task
+            engine.dispose()
+        finally:
+            pg.stop()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -77,6 +77,10 @@ def first_shown_won(s: np.ndarray, order: np.ndarray) -> np.ndarray:
     return np.where(s == 0.5, np.nan, first)
 
 
+#: The cause of a zero-width interval when none of the tournament's own is found.
+SAME_VALUE = "every question resample gives the same value"
+
+
 def zero_width_cause(s: np.ndarray, clusters: np.ndarray,
                      first_won: np.ndarray | None = None) -> str:
     """Why every question resample gives the same value, most specific cause first."""
@@ -91,7 +95,7 @@ def zero_width_cause(s: np.ndarray, clusters: np.ndarray,
             return (f"the judge preferred the answer shown {side} in all {len(decided)} "
                     "decided judgments (position consistency 0): each question's two orders "
                     "cancel")
-    return "every question resample gives the same value"
+    return SAME_VALUE
 
 
 def interval_notes(names: np.ndarray, low: np.ndarray, high: np.ndarray, rated: np.ndarray,

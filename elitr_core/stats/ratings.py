@@ -16,9 +16,10 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from elitr_core.errors import UserError
+from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.elo_mle import bt_counts, bt_fit, strength_interval, to_elo
 from elitr_core.stats.rating_groups import (
+    SAME_VALUE,
     interval_notes,
     questions_played,
     rate_by_group,
@@ -54,6 +55,30 @@ def check_elo_options(point: str, n_bootstrap: int, confidence: float) -> None:
     if point not in ("mle", "median", "order") or (point == "median" and n_bootstrap == 0):
         raise UserError(f"the Elo rating must be mle, median or order, not {point!r} (median "
                         "needs n_bootstrap > 0)")
+
+
+#: The note of a one-pass (``--elo order``) rating: no interval of its own.
+ORDER_NOTE = ("one pass in question order: no interval (the percentile interval over random "
+              "orders belongs to their median, --elo median, not to this order's rating)")
+
+
+def question_notes(g: Matches, n_bootstrap: int, confidence: float,
+                   rng: np.random.Generator) -> list[str]:
+    """Per model, why its rating has no trustworthy interval over the questions (empty where
+    it has one), from the maximum-likelihood rating's question resamples: a model played on
+    too few questions, one that never won or never lost, every match from one question, a
+    judge that always preferred one side. The median over match orders has an interval in
+    each of these states (it measures the order, not the questions), so it borrows these."""
+    cause = zero_width_cause(g.s, g.clusters, g.first_won)
+    if cause != SAME_VALUE:  # all ties, one question, one side always preferred
+        return [f"no interval: {cause}"] * len(g.names)
+    try:
+        full = bt_fit(*bt_counts(g.a, g.b, g.s, len(g.names)), names=g.names)
+    except DegenerateDataError:  # a model that never won or never lost: rated in few resamples
+        full = np.zeros(len(g.names))
+    low, high, rated = strength_interval(g.a, g.b, g.s, g.clusters, full, n_bootstrap, rng,
+                                         confidence)
+    return g.notes(low, high, rated, n_bootstrap)[2]
 
 
 def order_interval(
@@ -132,12 +157,20 @@ def elo_ratings(m: Matches, point: str, rng: np.random.Generator, n_bootstrap: i
             columns={"strength": "rating"})
 
     def rate(g: Matches) -> pd.DataFrame:
+        if point == "order":
+            empty = np.full(len(g.names), np.nan)
+            return pd.DataFrame({"model": g.names, "rating": elo_pass(
+                g.a.tolist(), g.b.tolist(), g.s.tolist(), len(g.names), k=k, initial=initial),
+                "ci_low": empty, "ci_high": empty, "note": ORDER_NOTE})
         low, high, median = order_interval(g.a, g.b, g.s, len(g.names), rng, n_bootstrap,
                                            confidence, k=k, initial=initial)
         low, high, notes = g.notes(low, high, np.ones(len(g.names)), n_bootstrap)
-        rating = median if point == "median" else elo_pass(
-            g.a.tolist(), g.b.tolist(), g.s.tolist(), len(g.names), k=k, initial=initial)
-        return pd.DataFrame({"model": g.names, "rating": rating, "ci_low": low,
+        untrusted = question_notes(g, n_bootstrap, confidence, rng.spawn(1)[0])
+        for i, note in enumerate(untrusted):
+            if note and not notes[i]:
+                low[i] = high[i] = np.nan
+                notes[i] = f"{note}; the spread over match orders would not show it"
+        return pd.DataFrame({"model": g.names, "rating": median, "ci_low": low,
                              "ci_high": high, "note": notes})
 
     return m.by_group(rate)

@@ -92,6 +92,9 @@ def test_a_judge_that_always_answers_a(bundled: str,
     rate = export(bundled, capsys, "winrate", "--baseline", "GPT-4")
     assert (rate["win_rate"] == 0.5).all() and rate["ci_low"].isna().all()
     assert rate["note"].str.contains("preferred the answer shown first").all()
+    median = export(bundled, capsys, "elo", "--source", "pairwise", "--elo", "median")
+    assert median["ci_low"].isna().all() and median["ci_high"].isna().all()
+    assert median["note"].str.contains("preferred the answer shown first").all()
 
 
 def test_battles_on_one_question_and_unreadable_verdicts_counted(

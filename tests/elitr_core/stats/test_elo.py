@@ -84,7 +84,7 @@ def test_no_match_across_seeds_or_evaluators() -> None:
 
 def test_bootstrap_is_seeded_permutation_percentiles() -> None:
     df = random_scores(20, ["A", "B", "C"], ["gpt-4"], seed=2)
-    table = elo(df, n_bootstrap=30, seed=7, point="order").set_index("model")
+    table = elo(df, n_bootstrap=30, seed=7, point="median").set_index("model")
     played = matches(df)
     names = pd.unique(pd.concat([played["model_a"], played["model_b"]]))
     code = {m: i for i, m in enumerate(names)}
@@ -99,8 +99,10 @@ def test_bootstrap_is_seeded_permutation_percentiles() -> None:
     for m, i in code.items():
         assert table.loc[m, "ci_low"] == pytest.approx(low[i], abs=1e-9)
         assert table.loc[m, "ci_high"] == pytest.approx(high[i], abs=1e-9)
-    # Elo is zero-sum: the ratings always add up to n_models * initial
-    assert table["rating"].sum() == pytest.approx(3000.0, abs=1e-8)
+    assert (table["note"] == "").all()
+    # one pass: Elo is zero-sum, the ratings always add up to n_models * initial
+    order = elo(df, n_bootstrap=30, seed=7, point="order")
+    assert order["rating"].sum() == pytest.approx(3000.0, abs=1e-8)
     assert elo(df, n_bootstrap=30, seed=7).equals(elo(df, n_bootstrap=30, seed=7))
     with pytest.raises(UserError, match="mle, median or order"):
         elo(df, point="mean")
@@ -255,3 +257,34 @@ def test_mle_elo_equals_fastchat_and_no_seed_moves_it() -> None:
     medians = [elo(df, "gpt-4", point="median", seed=seed).set_index("model")["rating"]
                for seed in (0, 1)]
     assert (medians[0] - medians[1][medians[0].index]).abs().max() > 1
+
+
+def test_one_pass_has_no_interval_of_its_own() -> None:
+    """The permutation interval belongs to the median over orders; beside one pass's rating
+    it held 2 of 4 ratings outside it. ``--elo order`` leaves it empty and says why."""
+    df = random_scores(20, ["A", "B", "C", "D"], ["gpt-4"], seed=3)
+    table = elo(df, n_bootstrap=50, point="order")
+    assert table["ci_low"].isna().all() and table["ci_high"].isna().all()
+    assert table["note"].str.startswith("one pass in question order: no interval").all()
+
+
+def test_median_of_a_one_question_model_has_no_interval() -> None:
+    """A model scored on one question had a narrower interval over match orders than the
+    models scored on 30; its interval is empty with the cause, the others keep theirs."""
+    df = random_scores(30, ["A", "B", "C"], ["gpt-4"], seed=5)
+    df = pd.concat([df, frame([row(question_id="4", model="D", score=6.0)])],
+                   ignore_index=True)
+    table = elo(df, n_bootstrap=100, point="median").set_index("model")
+    assert pd.isna(table.loc["D", "ci_low"]) and pd.isna(table.loc["D", "ci_high"])
+    assert table.loc["D", "note"].startswith("no interval: D played on 1 question(s)")
+    assert "match orders" in table.loc["D", "note"]
+    others = table.drop(index="D")
+    assert others["ci_low"].notna().all() and (others["note"] == "").all()
+
+
+def test_median_with_every_match_from_one_question_has_no_interval() -> None:
+    df = random_scores(1, ["A", "B", "C", "D"], ["gpt-4"], seed=1).assign(
+        score=[2.0, 4.0, 6.0, 8.0])
+    table = elo(df, n_bootstrap=50, point="median")
+    assert table["ci_low"].isna().all()
+    assert table["note"].str.contains("all matches come from 1 question").all()

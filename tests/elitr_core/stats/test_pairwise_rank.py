@@ -196,3 +196,13 @@ def test_a_model_that_almost_never_wins_loses_its_own_interval_only() -> None:
     assert tau["tau"].tolist() == pytest.approx([1.0, 1.0])
     fine = pairwise_bradley_terry(simulate({"A": 1.0, "B": 0.0}, 20, seed=4), n_bootstrap=50)
     assert fine["note"].eq("").all() and fine["ci_low"].notna().all()
+
+
+def test_elo_median_of_a_judge_that_always_answers_a_has_no_interval() -> None:
+    """Every pair wins once in each order: the median over match orders spread 180 points
+    although no question resample can move a rating; its interval is empty, the bias named."""
+    df = simulate(STRENGTHS, 12, seed=2)
+    df["verdict"] = np.where(df["order"] == "ab", "a", "b")  # the answer shown first, always
+    table = pairwise_elo(df, n_bootstrap=100, point="median")
+    assert table["ci_low"].isna().all() and table["ci_high"].isna().all()
+    assert table["note"].str.contains("preferred the answer shown first").all()

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import func, tuple_
 from sqlalchemy import select as sa_select
+from sqlalchemy import tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
@@ -119,8 +119,7 @@ def annotator_ids(session: Session, pairs: Iterable[tuple[int, str]]) -> dict[tu
     return out
 
 
-def annotator_names(*, session: Session) -> list[str]:
-    """Annotator names in the order they were added (first id first), each once."""
-    stmt = (sa_select(col(Annotator.name), func.min(col(Annotator.id)).label("first"))
-            .group_by(col(Annotator.name)).order_by("first"))
-    return [name for name, _ in session.execute(stmt)]
+def annotator_id_order(*, session: Session) -> list[int]:
+    """Every annotator's id, in the order they were added (first id first)."""
+    return [int(i) for i in session.execute(sa_select(col(Annotator.id)).order_by(
+        col(Annotator.id))).scalars()]

@@ -49,13 +49,15 @@ def response_key_columns() -> list[Any]:
     ]
 
 
-def response_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
+def response_rows(session: Session, flt: ScoreFilter, *,
+                  ids: bool = False) -> list[dict[str, Any]]:
     """Responses with their question and reference texts, for the drilldown question table.
 
     Keys are those of the ``scores`` export (meeting, question_id, split, setting, mode, seed,
     model) plus question_type, answer_position, ``question`` (the Conv text in the conv setting
     when the question has one, else the QA text), ``reference`` and ``response``. The evaluator
     filter does not apply: a response is listed even when no chosen evaluator scored it.
+    With ``ids``, each row's ``run_id`` too.
     """
     question_text = case(
         (
@@ -72,6 +74,7 @@ def response_rows(session: Session, flt: ScoreFilter) -> list[dict[str, Any]]:
             question_text.label("question"),
             col(Question.reference),
             col(Response.text).label("response"),
+            *((col(Run.id).label("run_id"),) if ids else ()),
         )
         .join(Run, col(Run.id) == col(Response.run_id))
         .join(Question, col(Question.id) == col(Response.question_id))

@@ -27,6 +27,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         return export_benchmark(args)
     if args.table == "dataset" or args.folder is not None:
         return export_dataset(args)
+    if args.include_minutes:
+        raise UserError("--include-minutes applies to export dataset DIR only")
     engine = open_database(args.db, write=False)
     flt = score_filter(args)
     pairwise = args.table in PAIRWISE_TABLES or (args.table == "elo" and args.source == "pairwise")
@@ -76,12 +78,14 @@ def export_dataset(args: argparse.Namespace) -> int:
                         "--out FILE" if args.table != "dataset" else
                         "export dataset needs the folder to write: export dataset DIR")
     with reading(open_database(args.db, write=False)) as session:
-        tables = dataset_tables(session, score_filter(args))
-    written = write_dataset(tables, args.folder)
+        tables = dataset_tables(session, score_filter(args), include_minutes=args.include_minutes)
+    written = write_dataset(tables, args.folder, include_minutes=args.include_minutes)
     print(f"wrote {len(written)} files to {args.folder}: "
           + ", ".join(f"{name} ({len(frame):,} rows)" if len(frame) else
                       f"{name} (no row: left out)" for name, frame in tables.items())
-          + "; annotators pseudonymised")
+          + "; annotators pseudonymised"
+          + ("; corpus minutes included (their licence is on the card)" if args.include_minutes
+             else "; corpus minutes left out (--include-minutes puts them in)"))
     return 0
 
 
@@ -164,6 +168,9 @@ def register(sub: Any) -> None:
         "table", choices=names, metavar="TABLE", help="one of: " + ", ".join(names)
     )
     p.add_argument("folder", nargs="?", metavar="DIR", help="dataset: the folder to write")
+    p.add_argument("--include-minutes", action="store_true",
+                   help="dataset: keep the reference answers of summary questions (the ELITR "
+                        "Minuting Corpus's minutes, under its own licence; default: left out)")
     db_option(p)
     filter_options(p)
     p.add_argument("--rank-by", metavar="COLUMN",

@@ -30,8 +30,10 @@ def _take(values: pd.Series, position: np.ndarray) -> pd.Series | np.ndarray:
     return pd.Categorical.from_codes(picked, categories=categories)
 
 
-def scores_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:
-    """The long-format ``scores`` table (scored rows only) for the filters.
+def scores_table(session: Session, flt: ScoreFilter, *, ids: bool = False) -> pd.DataFrame:
+    """The long-format ``scores`` table (scored rows only) for the filters; with ``ids``,
+    each row's ``run_id`` and ``annotator_id`` after the contract's columns (the dataset's
+    response key and pseudonyms are made from them).
 
     Rows are ordered by split, setting, mode, model, meeting, question, evaluator, annotator,
     sample, seed, so the CSV is byte-identical on SQLite and PostgreSQL.
@@ -54,7 +56,8 @@ def scores_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:
             keep &= position >= 0
         for column in columns:
             frame[column] = _take(table[column], position)
-    frame = frame[keep.to_numpy()].reindex(columns=list(SCORE_COLUMNS))
+    frame = frame[keep.to_numpy()].reindex(
+        columns=[*SCORE_COLUMNS, *(("run_id", "annotator_id") if ids else ())])
     frame["seed"] = frame["seed"].astype("Int64").mask(frame["seed"] == NO_SEED)
     frame["question_id"] = frame["question_id"].astype("int64")
     frame["sample"] = frame["sample"].astype("int64")

@@ -5,18 +5,29 @@ JSON export, :func:`~elitr_core.export.formats.arrow_table`) and a dataset card,
 whose YAML header the Hugging Face Hub reads (licence, one config per file with its features),
 so that ``datasets.load_dataset(DIR)`` opens the folder as it is and the Hub shows it.
 
-Annotators are pseudonymised: each name becomes ``annotator-N`` in the order the annotators
-were added to the database, so a Prolific id (stored as the name ``prolific-<PID>`` and in
+Annotators are pseudonymised: each annotator (by id, never by name, so two people of one
+name in two pools stay two) becomes ``annotator-N`` in the order the annotators were added to
+the database, so a Prolific id (stored as the name ``prolific-<PID>`` and in
 ``Annotator.external_id``), a name given by a researcher, a token or a completion code never
-leaves the database. The ``scores`` file is the ``scores`` export with that one change.
+leaves the database. The ``scores`` file is the ``scores`` export with that one change and a
+``response_key`` first, which ``responses`` holds too: a stable key of the response (a hash of
+its run's whole key, meeting and question; no database id), so the two join on one non-null
+column (``seed`` is null in the release, and NULL never equals NULL in SQL).
+
+The reference answers of summary questions are the ELITR Minuting Corpus's minutes, which the
+benchmark's licence does not cover: they are left out (null) unless ``include_minutes``, and
+the card then names the corpus and its own licence.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from sqlmodel import Session
@@ -26,45 +37,67 @@ from elitr_core.errors import UserError
 
 #: The Parquet files of the dataset, in the card's order (``scores`` is the default config).
 FILES: tuple[str, ...] = ("scores", "responses", "questions", "studies")
-RESPONSE_COLUMNS = ("meeting", "question_id", "split", "setting", "mode", "seed", "model",
-                    "response")
+RESPONSE_COLUMNS = ("response_key", "meeting", "question_id", "split", "setting", "mode",
+                    "seed", "model", "response")
 QUESTION_COLUMNS = ("meeting", "question_id", "split", "question_type", "answer_position",
                     "question", "question_conv", "reference")
 STUDY_COLUMNS = ("study", "evaluator", "assignment", "per_item", "attention_rate", "status",
                  "created_at", "items", "annotators")
 _DESCRIBED = {
-    "scores": "one score per row: a response (meeting, question, run) scored by an evaluator "
-              "(a human pool, an LLM judge or a metric), with the annotator's pseudonym for "
-              "individual human scores",
-    "responses": "the answers that were scored, with the run that made them",
+    "scores": "one score per row: a response (its `response_key`; meeting, question, run) "
+              "scored by an evaluator (a human pool, an LLM judge or a metric), with the "
+              "annotator's pseudonym for individual human scores",
+    "responses": "the answers that were scored, with the run that made them; `response_key` "
+                 "joins them to `scores`",
     "questions": "the ELITR-Bench questions, their Conv phrasing and reference answers",
     "studies": "the human scoring studies: design, status, items and annotators",
 }
 
 
-def pseudonyms(names: list[str]) -> dict[str, str]:
-    """``annotator-N`` for each name, numbered in the given order (1, 2, ... zero-padded to
-    the count's width so that the pseudonyms sort like their numbers)."""
-    width = max(3, len(str(len(names))))
-    return {name: f"annotator-{i:0{width}d}" for i, name in enumerate(names, 1)}
+def pseudonyms(ids: list[int]) -> dict[int, str]:
+    """``annotator-N`` for each annotator id, numbered in the given order (1, 2, ...
+    zero-padded to the count's width so that the pseudonyms sort like their numbers)."""
+    width = max(3, len(str(len(ids))))
+    return {i: f"annotator-{n:0{width}d}" for n, i in enumerate(ids, 1)}
 
 
-def dataset_tables(session: Session, flt: ScoreFilter | None = None) -> dict[str, pd.DataFrame]:
-    """The four tables of the dataset (annotators pseudonymised)."""
+def response_key(run: tuple[Any, ...], meeting: str, number: int) -> str:
+    """A response's stable key: 16 hex digits of the SHA-256 of its run's whole key (model,
+    setting, mode, split, seed, variant, language), meeting and question number, so it is
+    the same in every database holding that response and never null."""
+    text = json.dumps([*run, meeting, int(number)], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def dataset_tables(session: Session, flt: ScoreFilter | None = None, *,
+                   include_minutes: bool = False) -> dict[str, pd.DataFrame]:
+    """The four tables of the dataset (annotators pseudonymised; the minutes, reference
+    answers of summary questions, only with ``include_minutes``)."""
     from db import benchmark as bq
     from db import studies as sq
-    from db.evaluators import annotator_names
+    from db.evaluators import annotator_id_order
+    from db.runs import run_list
     from elitr_core.data.browse import response_rows
     from elitr_core.data.scores import scores_table
+    from elitr_core.data.summaries import SUMMARY_TYPE
 
     flt = flt or ScoreFilter()
-    scores = scores_table(session, flt)
-    names = pseudonyms(annotator_names(session=session))
-    scores["annotator"] = scores["annotator"].map(
-        lambda a: None if a is None or pd.isna(a) or a == "" else names[a])
-    responses = pd.DataFrame(response_rows(session, flt), columns=[*RESPONSE_COLUMNS])
+    runs = {run.id: (run.model, run.setting, run.mode, run.split, run.seed, run.variant,
+                     run.language) for run in run_list(session=session, include_imported=True)}
+    scores = scores_table(session, flt, ids=True)
+    names = pseudonyms(annotator_id_order(session=session))
+    scores["annotator"] = [None if pd.isna(a) else names[int(a)] for a in scores["annotator_id"]]
+    scores.insert(0, "response_key", _keys(scores, runs))
+    scores = scores.drop(columns=["run_id", "annotator_id"])
+    responses = pd.DataFrame(response_rows(session, flt, ids=True))
+    responses = responses.reindex(columns=[*RESPONSE_COLUMNS[1:], "run_id"])
+    responses.insert(0, "response_key", _keys(responses, runs))
+    responses = responses[list(RESPONSE_COLUMNS)]
     responses["seed"] = responses["seed"].astype("Int64")
     questions = pd.DataFrame(bq.question_rows(session=session), columns=[*QUESTION_COLUMNS])
+    if not include_minutes:  # the corpus's minutes, not the benchmark's data
+        questions["reference"] = questions["reference"].where(
+            questions["question_type"] != SUMMARY_TYPE, None)
     studies = pd.DataFrame(sq.study_rows(session=session), columns=[*STUDY_COLUMNS])
     studies["created_at"] = [pd.Timestamp(t).isoformat() if t is not None else None
                              for t in studies["created_at"]]
@@ -75,7 +108,13 @@ def dataset_tables(session: Session, flt: ScoreFilter | None = None) -> dict[str
             "studies": studies}
 
 
-def write_dataset(tables: dict[str, pd.DataFrame], folder: str) -> list[Path]:
+def _keys(frame: pd.DataFrame, runs: dict[Any, tuple[Any, ...]]) -> list[str]:
+    return [response_key(runs[int(run)], meeting, number) for run, meeting, number in
+            zip(frame["run_id"], frame["meeting"], frame["question_id"], strict=True)]
+
+
+def write_dataset(tables: dict[str, pd.DataFrame], folder: str, *,
+                  include_minutes: bool = False) -> list[Path]:
     """Write the Parquet files (of the tables with rows) and the card into ``folder`` (new,
     or empty), whole or not at all: into a temporary folder beside it, renamed into place at
     the end."""
@@ -98,7 +137,8 @@ def write_dataset(tables: dict[str, pd.DataFrame], folder: str) -> list[Path]:
         partial.chmod(0o777 & ~umask)  # as mkdir would make it, not mkdtemp's 0700
         for name in names:
             (partial / f"{name}.parquet").write_bytes(to_parquet(tables[name]))
-        card = dataset_card({name: arrow_table(tables[name]) for name in names})
+        card = dataset_card({name: arrow_table(tables[name]) for name in names},
+                            minutes=include_minutes)
         (partial / "README.md").write_text(card, encoding="utf-8")
         if target.exists():
             target.rmdir()
@@ -109,8 +149,9 @@ def write_dataset(tables: dict[str, pd.DataFrame], folder: str) -> list[Path]:
     return sorted(target.iterdir())
 
 
-def dataset_card(schemas: dict[str, object]) -> str:
-    """The README.md of the dataset: YAML header (licence, configs, features) and text."""
+def dataset_card(schemas: dict[str, object], *, minutes: bool = False) -> str:
+    """The README.md of the dataset: YAML header (licence, configs, features) and text;
+    with ``minutes``, the corpus whose minutes it holds and that corpus's licence."""
     from elitr_core.export.dataset_card import card_text
 
-    return card_text(schemas, _DESCRIBED)
+    return card_text(schemas, _DESCRIBED, minutes=minutes)

@@ -17,6 +17,12 @@ from typing import Any
 _DTYPES = {"int64": "int64", "double": "float64", "string": "string", "bool": "bool",
            "null": "null"}
 LICENSE = "cc-by-4.0"
+#: The corpus the minutes (reference answers of summary questions) come from, and where its
+#: own licence is stated: the benchmark's CC BY 4.0 does not cover them.
+CORPUS = ("the ELITR Minuting Corpus (Nedoluzhko et al., 2022, LINDAT/CLARIAH-CZ, handle "
+          "11234/1-4692)")
+CORPUS_LICENSE_LINK = "http://hdl.handle.net/11234/1-4692"
+CORPUS_LICENSE_NAME = "elitr-minuting-corpus"
 CREDIT = (
     "The questions, reference answers and the ELITR-Bench release's responses and scores are "
     "from ELITR-Bench (Thonet, Rozen and Besacier, 2024, arXiv:2403.20262, "
@@ -30,9 +36,13 @@ CITATION = """@article{thonet2024elitrbench,
 }"""
 
 
-def header(schemas: dict[str, Any]) -> list[str]:
-    """The YAML header's lines: licence, configs (the first is the default), features."""
-    lines = ["---", f"license: {LICENSE}",
+def header(schemas: dict[str, Any], *, minutes: bool = False) -> list[str]:
+    """The YAML header's lines: licence (``other`` with the corpus's named beside CC BY 4.0
+    when the minutes are in), configs (the first is the default), features."""
+    licence = [f"license: {LICENSE}"] if not minutes else [
+        "license: other", f"license_name: {json.dumps(f'{LICENSE} and {CORPUS_LICENSE_NAME}')}",
+        f"license_link: {json.dumps(CORPUS_LICENSE_LINK)}"]
+    lines = ["---", *licence,
              f"pretty_name: {json.dumps('ELITR-Bench human and judge scores')}",
              "language:", "- en", "- cs", "tags:", "- llm-as-a-judge", "- human-evaluation",
              "- meeting-assistant", "- long-context", "configs:"]
@@ -48,8 +58,10 @@ def header(schemas: dict[str, Any]) -> list[str]:
     return [*lines, "---"]
 
 
-def card_text(schemas: dict[str, Any], described: dict[str, str]) -> str:
-    """The whole README.md (``schemas``: file name -> its pyarrow table)."""
+def card_text(schemas: dict[str, Any], described: dict[str, str], *,
+              minutes: bool = False) -> str:
+    """The whole README.md (``schemas``: file name -> its pyarrow table; ``minutes``: the
+    questions' file holds the corpus's minutes, under that corpus's own licence)."""
     files = [f"- `{name}.parquet` ({schemas[name].num_rows:,} rows): {described[name]}; "
              "columns: " + ", ".join(f"`{f.name}`" for f in schemas[name].schema)
              for name in schemas]
@@ -71,6 +83,23 @@ def card_text(schemas: dict[str, Any], described: dict[str, str]) -> str:
         "from.", "",
         "## Licence and credit", "",
         f"CC BY 4.0 (`{LICENSE}`). {CREDIT} Cite the benchmark when you use these scores:", "",
-        "```bibtex", CITATION, "```", "",
+        "```bibtex", CITATION, "```", "", "## Minutes", "", *_minutes(minutes), "",
     ]
-    return "\n".join([*header(schemas), *body])
+    return "\n".join([*header(schemas, minutes=minutes), *body])
+
+
+def _minutes(included: bool) -> list[str]:
+    """What the card says of the reference answers of summary questions (the minutes)."""
+    if not included:
+        return ["The reference answers of summary questions (`question_type` `summary`) are "
+                f"meeting minutes from {CORPUS}, which is not redistributed here: their "
+                "`reference` is null. The exporter's `--include-minutes` puts them in, under "
+                "the corpus's own licence."]
+    return [f"The `reference` of summary questions (`question_type` `summary`) holds meeting "
+            f"minutes from {CORPUS}. They are not covered by CC BY 4.0: they are under the "
+            f"licence of that corpus, stated at {CORPUS_LICENSE_LINK} (the card's "
+            f"`license_name` `{CORPUS_LICENSE_NAME}`). Check that it allows what you do with "
+            "this dataset before you publish it; every other file and column is CC BY 4.0."]
+
+
+

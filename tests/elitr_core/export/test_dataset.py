@@ -82,14 +82,16 @@ def test_dataset_round_trip_and_pseudonyms(url: str, tmp_path: Path,
         "studies.parquet"]
     scores = _export(capsys, "scores", "--format", "json", "--db", url)
     pseudonym = {"ann1": "annotator-001", f"prolific-{PID}": "annotator-002", None: None}
-    expected = typed([{**row, "annotator": pseudonym[row["annotator"]]} for row in scores])
+    keys = pd.read_parquet(folder / "scores.parquet")["response_key"].tolist()
+    expected = typed([{"response_key": key, **row, "annotator": pseudonym[row["annotator"]]}
+                      for key, row in zip(keys, scores, strict=True)])
     assert {row["annotator"] for row in scores} == set(pseudonym)
 
     loaded = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "cache"))
     assert list(loaded) == ["train"] and typed(loaded["train"].to_list()) == expected
     frame = pd.read_parquet(folder / "scores.parquet")
     assert typed(json.loads(to_json(frame))) == expected
-    for name, columns in (("responses", 8), ("questions", 8), ("studies", 9)):
+    for name, columns in (("responses", 9), ("questions", 8), ("studies", 9)):
         part = datasets.load_dataset(str(folder), name, cache_dir=str(tmp_path / "cache"))
         assert len(part["train"].column_names) == columns
     responses = datasets.load_dataset(str(folder), "responses",

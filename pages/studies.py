@@ -45,6 +45,7 @@ from ui.data import (
 )
 from ui.downloads import download_table
 from ui.messages import guarded, shown
+from ui.study_monitor import monitor_tab, stop_notice
 from ui.tables import show_table, show_table_and_notes
 from ui.text import code_span, md, plain
 
@@ -199,7 +200,8 @@ with reading(engine) as session:
     models = sorted({r["model"] for r in runs_per_model(session)})
     meeting_ids = [m["meeting"] for m in meetings(session)]
 
-status_tab, create_tab, people_tab = st.tabs(["Status", "Create a study", "Annotators"])
+status_tab, create_tab, people_tab, watch_tab = st.tabs(
+    ["Status", "Create a study", "Annotators", "Monitor"])
 
 with create_tab:  # outside the form, so that the pool's defaults apply as soon as it is picked
     pool = st.radio("Pool", ["silver", "gold"], horizontal=True, key=POOL_KEY,
@@ -244,7 +246,12 @@ with create_tab, st.form("studies.create"):
                                   "export ppi-active can weight by its inverse")
     selection = c2.radio("Selection", ["uniform", "active"], horizontal=True,
                          help="active favours responses the judge is unsure about")
-    judge = c3.text_input("Judge (active selection)", "gpt-4")
+    judge = c3.text_input("Judge (active selection; bias/ppi stopping rules)", "gpt-4")
+    stop = st.text_input("Stop when (optional; needs random assignment)",
+                         placeholder="half-width <= 0.5; ppi half-width <= 0.5",
+                         help="admit nobody new once every model's 95% confidence sequence is "
+                              "this narrow (human mean, judge's bias or ppi; several separated "
+                              "by ;), as study create --stop-when")
     if st.form_submit_button("Create study", type="primary"):
         spec = StudySpec(name=name, pool=pool, per_item=int(per_item), split=split,
                          setting=setting, mode=mode, models=tuple(chosen_models) or None,
@@ -253,7 +260,8 @@ with create_tab, st.form("studies.create"):
                          prolific_code=code or None, attention_rate=float(rate),
                          max_concurrent=int(cap) or None, sample=int(sample) or None,
                          selection=selection, judge=judge, lease_minutes=int(lease),
-                         join_limit=int(joins))
+                         join_limit=int(joins),
+                         stop_when=tuple(t.strip() for t in stop.split(";") if t.strip()))
         with writing(engine) as session, guarded() as call:
             summary = create_study(session, spec)
         if not call.failed:
@@ -285,6 +293,12 @@ with create_tab, st.expander("Human-budget planner: how many human scores per mo
         show_table(plan, key="studies.plan-table")
     except UserError as exc:  # no scores of that pair yet: say so, quietly
         st.caption(md("Nothing to plan from yet: {}", exc))
+
+with watch_tab:
+    if names:
+        monitor_tab(names)
+    else:
+        st.info("No study yet: create one first.")
 
 with people_tab, st.form("studies.annotator"):
     # the link opens the chosen study and the annotator joins that study's pool, so a link
@@ -337,6 +351,7 @@ with status_tab:
     with guarded():
         agreement = _agreement(database_url(), study, _version(status))
     study_controls(study, status.summary)
+    stop_notice(study)
     st.caption("Scores go to evaluator " + code_span(status.summary["evaluator"])
                + md("; order seed {}; {} annotator(s) per item.", status.summary["order_seed"],
                     status.summary["per_item"]))

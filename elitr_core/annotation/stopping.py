@@ -193,6 +193,15 @@ def check_stop(session: Session, study: Study, confidence: float = 0.95) -> str 
     return reason
 
 
+def stop_state(session: Session, study_name: str) -> tuple[tuple[StopRule, ...], str | None]:
+    """A study's stopping rules and why it admits nobody new (None: it still admits, or it
+    has no rule), for the Studies page."""
+    study = sq.study_by_name(session=session, name=study_name)
+    if study is None:
+        raise UserError(f"no study called {study_name!r}")
+    return rules_of(study), check_stop(session, study)
+
+
 def monitor_table(session: Session, study_name: str, table: str, *, half_width: float = 0.5,
                   confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """``study-monitor`` (where each model's sequences stand, the study's targets, else

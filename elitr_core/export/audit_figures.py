@@ -128,3 +128,26 @@ def length_controlled_plot(table: pd.DataFrame) -> go.Figure:
                                  name="human mean", marker={"symbol": "diamond"}))
     fig.update_xaxes(title="score (1-10)")
     return _layout(fig, "Judge score at a common length", height=max(300, 40 * len(rows) + 140))
+
+
+def sequence_plot(sequences: pd.DataFrame, target: str) -> go.Figure:
+    """Per model, the confidence sequence (solid) and the fixed-n t interval (dotted) of
+    ``target`` against the number of scored responses (``study-monitor-sequences``)."""
+    rows = sequences[sequences["target"] == target]
+    if rows.empty:
+        raise DegenerateDataError(f"no {target} sequence yet: no scored response, or no judge "
+                                  "score for the bias and PPI")
+    fig = go.Figure()
+    colours = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+    for i, (model, group) in enumerate(rows.groupby("model", sort=True)):
+        colour = colours[i % len(colours)]
+        n = group["n"].to_numpy()
+        for low, high, dash, what in (("cs_low", "cs_high", "solid", "sequence"),
+                                      ("fixed_low", "fixed_high", "dot", "fixed-n t")):
+            for column, legend in ((low, True), (high, False)):
+                fig.add_scatter(x=n, y=_as_float(group[column]), mode="lines",
+                                name=f"{model}: {what}", legendgroup=f"{model}{what}",
+                                showlegend=legend, line={"color": colour, "dash": dash})
+    fig.update_xaxes(title="scored responses")
+    fig.update_yaxes(title=f"{target} (95%)")
+    return _layout(fig, f"Confidence sequence and fixed-n interval: {target}")

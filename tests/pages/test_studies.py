@@ -314,3 +314,31 @@ def test_quality_control_shows_each_annotator_s_reliability(
     assert table["weight"].mean() == pytest.approx(1.0) and (table["weight"] > 0).all()
     assert download_bytes(app, "download.annotator-reliability-s.csv") == cli_export(
         url, "annotator-reliability", tmp_path / "r.csv", "--evaluator", slug)
+
+
+def test_monitor_tab_shows_the_exported_sequences_and_the_stop(
+        url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study with a stopping rule, scored to its target: the Monitor tab's tables are the
+    CLI's bytes, its figure is drawn, and both tabs say why nobody new is admitted."""
+    from tests.pages.analysis_support import cli_export, download_bytes, open_page
+
+    engine = open_database(url)
+    with writing(engine) as session:
+        create_study(session, StudySpec(name="w", pool="gold", per_item=1, assignment="random",
+                                        batch=12, stop_when=("half-width <= 3.7",)))
+        token = add_annotator(session, "ann", "gold")
+    entry = enter_with_token(engine, token, "w")
+    view = None
+    for position in range(12):  # 4 scores of 3 and 4 per model: half-width about 3.6
+        view = submit(engine, entry, position, 3 + position % 2)
+    assert view is not None and view.first_open is None
+    app = open_page(url, monkeypatch, "studies")
+    assert not app.exception
+    assert sum("Admits nobody new" in i.value for i in app.info) == 2  # Status and Monitor
+    for table, options in (("study-monitor", ("--half-width", "0.5")),
+                           ("study-monitor-sequences", ())):
+        page = download_bytes(app, f"download.{table}-w.csv")
+        assert page == cli_export(url, table, tmp_path / f"{table}.csv", "--human",
+                                  "gold-human:w", *options)
+        assert len(page.splitlines()) > 2
+    assert len(app.get("plotly_chart")) == 1

@@ -30,6 +30,7 @@ from elitr_core.stats._corr_bootstrap import (
 )
 from elitr_core.stats.frame import (
     QUESTION_KEY,
+    ZERO_WIDTH,
     check_columns,
     check_not_empty,
     per_response,
@@ -228,9 +229,20 @@ def _correlation_rows(wide: pd.DataFrame, a: str, b: str, methods: Sequence[str]
                 low, high = percentile_ci(reps, confidence, f"{method} {a} vs {b}")
             except DegenerateDataError as error:
                 method_note = f"no interval: {error}"
+            if high - low <= 1e-12 * max(1.0, abs(high)):
+                low = high = nan
+                method_note = _same_every_resample(x, y, a, b, method, float(result.statistic))
         rows.append((a, b, method, x.size, float(result.statistic), low, high,
                      float(result.pvalue), method_note))
     return rows
+
+
+def _same_every_resample(x: np.ndarray, y: np.ndarray, a: str, b: str, method: str,
+                         value: float) -> str:
+    """Why a pair's interval is empty although it has a value: every resample gives it."""
+    cause = (f"{a} and {b} give the same score to each of the {x.size} responses"
+             if np.array_equal(x, y) else f"every question resample gives {method} = {value:g}")
+    return f"no interval: {cause}; {ZERO_WIDTH}"
 
 
 def _pair_weights(clusters: np.ndarray, n_bootstrap: int, seed: int,

@@ -141,11 +141,17 @@ def length_controlled(df: pd.DataFrame, judge: str, human: str, lengths: pd.Data
     return out[list(LC_COLUMNS)], taus
 
 
+#: Means closer than this are one value to a ranking: a constant judge's length-controlled
+#: means differ by float rounding (1e-15), which must not order the models.
+_SAME = 1e-9
+
+
 def _tau(a: np.ndarray, b: np.ndarray) -> float:
     ok = np.isfinite(a) & np.isfinite(b)
-    if ok.sum() < 3 or np.ptp(a[ok]) == 0 or np.ptp(b[ok]) == 0:
+    a, b = np.round(a[ok] / _SAME) * _SAME, np.round(b[ok] / _SAME) * _SAME
+    if ok.sum() < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return np.nan
-    return float(stats.kendalltau(a[ok], b[ok]).statistic)
+    return float(stats.kendalltau(a, b).statistic)
 
 
 def _taus(out: pd.DataFrame, table: pd.DataFrame, boot: np.ndarray, models: np.ndarray,
@@ -166,6 +172,10 @@ def _taus(out: pd.DataFrame, table: pd.DataFrame, boot: np.ndarray, models: np.n
         if n_models < 3:
             note = (f"{human_slug} scored {n_models} of the models: a ranking agreement needs "
                     "at least 3")
+        elif not np.isfinite(tau):
+            who = judge if np.ptp(np.round(value[np.isfinite(value)] / _SAME)) == 0 else human_slug
+            note = (f"{who} gives every model the same {ranking if who == judge else 'mean'} "
+                    f"(within {_SAME:g}): no ranking to agree with, tau is undefined")
         elif weights is not None:
             reps = _replicate_taus(ranking, table, boot, codes, clusters, weights, len(models))
             finite = reps[np.isfinite(reps)]

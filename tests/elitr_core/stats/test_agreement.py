@@ -321,3 +321,18 @@ def test_degenerate_bootstrap_messages_suggest_what_a_user_can_do() -> None:
         _pair_weights(np.zeros(5, dtype=int), 100, 0, "a", "b")
     for error in (undefined, one_question):
         assert "n_bootstrap" not in str(error.value) and "widen the filters" in str(error.value)
+
+
+def test_two_identical_evaluators_have_r_1_and_no_zero_width_interval(
+        scores: pd.DataFrame) -> None:
+    """A copy of gold-human correlates 1 with it in every resample: [1, 1] would claim a
+    certainty no sample gives; the interval is empty with the cause, r and p stay."""
+    copy = scores[scores["evaluator"] == "gold-human"].assign(evaluator="gold-copy")
+    table = evaluator_correlation(pd.concat([scores, copy], ignore_index=True),
+                                  ["gold-human", "gold-copy"], n_bootstrap=50)
+    assert len(table) == 3 and np.allclose(table["r"].to_numpy(float), 1.0)
+    assert table["ci_low"].isna().all() and table["ci_high"].isna().all()
+    assert table["note"].str.startswith("no interval: gold-human and gold-copy give the same "
+                                        "score to each of").all()
+    others = evaluator_correlation(scores, ["gpt-4", "gold-human"], n_bootstrap=50)
+    assert others["ci_low"].notna().all() and (others["note"] == "").all()

@@ -117,3 +117,15 @@ def test_states_a_study_passes_through() -> None:
         length_controlled(df, "gpt-4", "gold-human", same)
     with pytest.raises(DegenerateDataError, match="have no stored text"):
         length_controlled(df, "gpt-4", "gold-human", lengths.iloc[5:])
+
+
+def test_a_constant_judge_has_no_tau_from_rounding() -> None:
+    """A judge that gives every response 7: its length-controlled means differ by float
+    rounding only (about 1e-15), which gave tau = -0.333; both rankings are one value, so tau
+    is undefined and the note says why."""
+    df, lengths = simulated(seed=2)
+    constant = df.assign(score=np.where(df["evaluator"] == "gpt-4", 7.0, df["score"]))
+    out, taus = length_controlled(constant, "gpt-4", "gold-human", lengths, n_bootstrap=50)
+    assert np.ptp(out["lc_mean"].to_numpy(float)) < 1e-9
+    assert taus["tau"].isna().all() and taus["ci_low"].isna().all()
+    assert taus["note"].str.startswith("gpt-4 gives every model the same").all()

@@ -59,12 +59,20 @@ run: setup
 	$(PY) -m elitr_core init
 	$(PY) -m streamlit run server.py --server.port $(PORT)
 
-test: setup-dev browser tools
-	$(PY) -m pytest -q -p no:cacheprovider
+# The tests run in parallel (pytest-xdist): one worker per core, each file's tests on one worker
+# (its module fixtures start once). Tiers by cost (docs/testing.md): a test is marked browser,
+# server, model or postgres from what it uses (tests/tiers.py).
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile
+QUICK := not (browser or server or model or postgres)
 
-# The fast loop while developing: everything but the real-browser tests (no Chromium needed).
+# Every tier (the README's command, and CI's), with the 25 slowest steps listed at the end.
+test: setup-dev browser tools
+	$(PYTEST) --durations=25
+
+# The fast loop while developing: the tests that need no browser, app server, model or
+# PostgreSQL (no Chromium needed).
 quick: setup-dev tools
-	$(PY) -m pytest -q -p no:cacheprovider -m "not browser"
+	$(PYTEST) -m "$(QUICK)"
 
 lint: setup-dev
 	$(PY) -m ruff check .

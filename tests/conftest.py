@@ -23,8 +23,45 @@ import pytest
 from sqlalchemy import make_url
 
 from db.engine import dispose_engines
+from tests import spawn_guard, tiers, workers
 
 PG_URL = os.environ.get("DATABASE_URL_TEST")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for tier, description in tiers.MARKERS.items():
+        config.addinivalue_line("markers", f"{tier}: {description}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test's tiers (browser, server, model, postgres) from what it uses (tests/tiers.py);
+    a test that starts one of those things outside its tier fails the collection."""
+    problems = tiers.classify(items)
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    """The running test, for the run-time check of what it starts (spawn_guard.guard_spawn)."""
+    spawn_guard.running(item)
+    try:
+        return (yield)
+    finally:
+        spawn_guard.running(None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[None]:
+    """A test that started a program outside its tiers fails, with one sentence saying so."""
+    report = yield
+    problems = spawn_guard.violations()
+    if problems:
+        before = f"\n\n{report.longrepr}" if report.longrepr else ""
+        report.outcome = "failed"
+        report.longrepr = "\n".join(problems) + before
+    return report
 
 
 def _pg_admin_url() -> str:
@@ -38,9 +75,11 @@ def pg_database(prefix: str = "elitr_test", template: str | None = None) -> Iter
     ``template``, dropped on exit; skips without a server."""
     if not PG_URL:
         pytest.skip("PostgreSQL tests need DATABASE_URL_TEST (CI sets it)")
+    spawn_guard.require("postgres", "PostgreSQL (pg_database)")
     import psycopg
 
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    workers.claim_database(name)  # no other test of the run, on any xdist worker, has it
     admin = _pg_admin_url()
     copy = f' TEMPLATE "{make_url(template).database}"' if template else ""
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -70,13 +109,6 @@ def sqlite_url(tmp_path: Path) -> Iterator[str]:
     _forget_ready()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest) -> str:
-    """Each test using it runs on SQLite and on PostgreSQL."""
-    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
-    return str(request.getfixturevalue(name))
-
-
 def _template(folder: Path, build: Callable[[str], None]) -> Path:
     """A SQLite file built once by ``build(url)``, for per-test copies."""
     path = folder / "template.db"
@@ -86,6 +118,26 @@ def _template(folder: Path, build: Callable[[str], None]) -> Path:
     return path
 
 
+def _pg_template(prefix: str, build: Callable[[str], None]) -> Iterator[str]:
+    """A PostgreSQL database built once by ``build(url)``, for per-test copies (no connection
+    is left open on it: PostgreSQL copies only such a one)."""
+    with pg_database(prefix) as url:
+        build(url)
+        dispose_engines()
+        _forget_ready()
+        yield url
+
+
+def _copy(request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> Iterator[str]:
+    """The test's own copy of the ``kind`` template (``schema``, ``bundled``) on the database
+    of its leg."""
+    if request.param == "sqlite":
+        yield from _fresh_copy(request.getfixturevalue(f"{kind}_sqlite_template"), tmp_path)
+        return
+    with pg_database(template=request.getfixturevalue(f"{kind}_pg_template")) as url:
+        yield url
+
+
 def _fresh_copy(template: Path, tmp_path: Path) -> Iterator[str]:
     """A copy of ``template`` for one test (SQLite URL); engines forgotten afterwards."""
     target = tmp_path / f"{template.parent.name}.db"
@@ -93,6 +145,42 @@ def _fresh_copy(template: Path, tmp_path: Path) -> Iterator[str]:
     yield f"sqlite:///{target}"
     dispose_engines()
     _forget_ready()
+
+
+def _migrate(url: str) -> None:
+    from elitr_core.data.database import open_database
+
+    open_database(url)
+
+
+@pytest.fixture(scope="session")
+def schema_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file at the newest schema with no rows, built once and copied by ``db_url``."""
+    return _template(tmp_path_factory.mktemp("schema"), _migrate)
+
+
+@pytest.fixture(scope="session")
+def schema_pg_template() -> Iterator[str]:
+    """A PostgreSQL database at the newest schema with no rows, migrated once per session (per
+    xdist worker) and copied by ``db_url``."""
+    yield from _pg_template("elitr_schema_template", _migrate)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Each test using it runs on SQLite and on PostgreSQL, on a database at the newest schema
+    with no rows: a copy of one migrated once per session (CREATE DATABASE ... TEMPLATE on
+    PostgreSQL), not a migration per test. The migrations themselves are tested from nothing
+    with ``empty_db_url`` (tests/db/test_migrate.py and the ``*_migration`` modules)."""
+    yield from _copy(request, tmp_path, "schema")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_db_url(request: pytest.FixtureRequest) -> str:
+    """A database with nothing in it, not even the schema, on SQLite and on PostgreSQL: for the
+    tests of the migrations."""
+    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return str(request.getfixturevalue(name))
 
 
 def _init_bundled(url: str) -> None:
@@ -117,11 +205,7 @@ def bundled_sqlite(bundled_sqlite_template: Path, tmp_path: Path) -> Iterator[st
 def bundled_pg_template() -> Iterator[str]:
     """A PostgreSQL database holding the bundled data, built once and copied by
     ``bundled_db`` (no connection is left open on it: PostgreSQL copies only such a one)."""
-    with pg_database("elitr_bundled_template") as url:
-        _init_bundled(url)
-        dispose_engines()
-        _forget_ready()
-        yield url
+    yield from _pg_template("elitr_bundled_template", _init_bundled)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -130,11 +214,7 @@ def bundled_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     after ``init``): a copy of one that ``init`` filled once per session, since ``init`` on
     PostgreSQL takes 2-4 s a test on two shared cores and a copy 0.4 s. What ``init`` writes is
     checked in tests/elitr_core/data/test_importers.py."""
-    if request.param == "sqlite":
-        yield from _fresh_copy(request.getfixturevalue("bundled_sqlite_template"), tmp_path)
-        return
-    with pg_database(template=request.getfixturevalue("bundled_pg_template")) as url:
-        yield url
+    yield from _copy(request, tmp_path, "bundled")
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.unprivileged import NOBODY, shared_tmp
+from tests.workers import free_port as _free_port
 
 
 def _bin(name: str) -> str:
@@ -25,12 +25,6 @@ def _bin(name: str) -> str:
     if not found:
         pytest.skip(f"{name} is not installed (Debian's postgresql package)")
     return found[-1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PgInstance:

@@ -37,16 +37,12 @@ from elitr_core.annotation.studies import StudySpec, create_study
 from elitr_core.data.database import open_database
 from tests.conftest import _init_bundled
 from tests.streamlit_ws import Session
+from tests.workers import claim
+from tests.workers import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "deploy" / "nginx" / "elitr-dashboard.conf"
 PER_REPLICA = 2  # participants wanted on each replica
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _two_free_ports() -> int:
@@ -56,7 +52,8 @@ def _two_free_ports() -> int:
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port + 1))
-                return port
+                if claim("port", str(port + 1)):  # no other test of the run has it either
+                    return port
             except OSError:
                 continue
 
@@ -249,6 +246,7 @@ def test_a_killed_replicas_participants_resume_on_the_other(
     assert all(v == [(0, 1), (1, 1), (2, 1)] for v in answers.values()), answers
 
 
+@pytest.mark.server  # starts `streamlit run server.py` itself (it refuses to start)
 def test_too_many_replicas_for_postgresql_are_refused_at_start(pg_url: str,
                                                                tmp_path: Path) -> None:
     log = tmp_path / "server.log"

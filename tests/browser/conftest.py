@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,22 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.workers import free_port as _free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 HERE = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test in this folder drives Chromium: mark it ``browser`` (make quick skips them)."""
-    for item in items:
-        if HERE in Path(item.path).resolve().parents:
-            item.add_marker(pytest.mark.browser)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

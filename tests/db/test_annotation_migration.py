@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -11,6 +12,12 @@ from sqlmodel import SQLModel
 import db.models  # noqa: F401  (registers the tables)
 from db.engine import get_engine
 from db.migrate import alembic_config
+
+
+@pytest.fixture
+def db_url(empty_db_url: str) -> str:
+    """These tests migrate a database from nothing (or an older revision): an empty one."""
+    return empty_db_url
 
 
 def test_upgrade_from_0001_keeps_rows_and_matches_models(db_url: str) -> None:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from alembic.script import ScriptDirectory
 
 from db.engine import dispose_engines, get_engine
@@ -17,6 +18,12 @@ from db.migrate import (
     stored_revisions,
     upgrade,
 )
+
+
+@pytest.fixture
+def db_url(empty_db_url: str) -> str:
+    """These tests migrate a database from nothing (or an older revision): an empty one."""
+    return empty_db_url
 
 
 def test_heads_read_from_the_files_equal_alembics() -> None:

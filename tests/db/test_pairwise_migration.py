@@ -3,6 +3,7 @@ and downgrades cleanly."""
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -12,6 +13,12 @@ from sqlmodel import SQLModel
 import db.models  # noqa: F401  (registers the tables)
 from db.engine import get_engine
 from db.migrate import alembic_config
+
+
+@pytest.fixture
+def db_url(empty_db_url: str) -> str:
+    """These tests migrate a database from nothing (or an older revision): an empty one."""
+    return empty_db_url
 
 
 def test_upgrade_from_0002_and_back(db_url: str) -> None:

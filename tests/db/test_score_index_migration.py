@@ -25,6 +25,12 @@ from tests import small_db
 from tests.dbstate import migrate, snapshot
 
 
+@pytest.fixture
+def db_url(empty_db_url: str) -> str:
+    """These tests migrate a database from nothing (or an older revision): an empty one."""
+    return empty_db_url
+
+
 def score_indexes(url: str) -> dict[str, list[str]]:
     """Name -> columns of every index of ``score`` (unique keys' included)."""
     with get_engine(url).connect() as conn:

@@ -3,6 +3,7 @@ guidelines to a 0003 database, matches the models, and downgrades cleanly."""
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -14,6 +15,12 @@ from db.engine import get_engine
 from tests.dbstate import migrate as migrate_to
 
 NEW_TABLES = {"loginattempt", "researchersession", "serversecret"}
+
+
+@pytest.fixture
+def db_url(empty_db_url: str) -> str:
+    """These tests migrate a database from nothing (or an older revision): an empty one."""
+    return empty_db_url
 
 
 def test_upgrade_from_0003_and_back(db_url: str) -> None:

@@ -5,6 +5,7 @@ models."""
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -19,6 +20,12 @@ from elitr_core.annotation.studies import StudySpec, create_study, join_prolific
 from elitr_core.data.database import open_database
 from tests.dbstate import migrate
 from tests.elitr_core.annotation_data import build
+
+
+@pytest.fixture
+def db_url(empty_db_url: str) -> str:
+    """These tests migrate a database from nothing (or an older revision): an empty one."""
+    return empty_db_url
 
 
 def _state(url: str) -> tuple[list[tuple[str, int, int | None]], list[tuple[object, ...]]]:

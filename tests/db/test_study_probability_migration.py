@@ -3,6 +3,7 @@ models, and downgrades cleanly."""
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -12,6 +13,12 @@ from sqlmodel import SQLModel
 import db.models  # noqa: F401  (registers the tables)
 from db.engine import get_engine
 from tests.dbstate import migrate
+
+
+@pytest.fixture
+def db_url(empty_db_url: str) -> str:
+    """These tests migrate a database from nothing (or an older revision): an empty one."""
+    return empty_db_url
 
 
 def columns(engine) -> set[str]:  # type: ignore[no-untyped-def]

@@ -23,6 +23,7 @@ def file_name(at, key: str) -> str:  # type: ignore[no-untyped-def]
     return str(RecordingStorage.instances[-1].get_file(file_id).filename)
 
 
+@pytest.mark.browser  # the page renders the PNG in kaleido's Chromium (tests/tiers.py)
 def test_csv_and_figure_names_carry_the_sidebar_filters(
         bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> None:
     at = set_filters(open_page(bundled_sqlite, monkeypatch, "calibration"),

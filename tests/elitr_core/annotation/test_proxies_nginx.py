@@ -27,6 +27,7 @@ import uvicorn
 
 from elitr_core.annotation.proxies import proxy_setting
 from elitr_core.annotation.web_gate import WebGate
+from tests.workers import free_port as _free_port
 
 BROWSER = "127.0.0.2"
 #: nginx's own recipe for X-Forwarded-* (what docs/deployment.md shows)
@@ -37,12 +38,6 @@ X_FORWARDED = """
 #: a proxy configured to set Forwarded (RFC 7239), replacing what the client sent
 FORWARDED = """
             proxy_set_header Forwarded "for=$remote_addr;proto=$scheme;host=\\"$http_host\\"";"""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def _echo(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -18,7 +18,6 @@ answers already computed, instead of this one waiting on the servers with a core
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -51,6 +50,7 @@ from tests.elitr_core.run_helpers import (
     set_transcripts,
     stored_transcript,
 )
+from tests.workers import free_port
 
 pytestmark = REAL_MODEL_TIMEOUT
 
@@ -60,12 +60,8 @@ JUDGE_CHECKED = 4
 
 
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct free loopback ports (all held open while they are picked)."""
-    with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
+    """``n`` distinct free loopback ports, handed to no other test of the run."""
+    return [free_port() for _ in range(n)]
 
 
 @dataclass

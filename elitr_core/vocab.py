@@ -215,6 +215,13 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "mean_b_ci_high", "n_both_orders", "position_consistency", "note",
     ),
     "elo-pairwise": ("model", "evaluator", "criterion", "rating", "ci_low", "ci_high", "note"),
+    # provenance (export/runs.py): one row a run, what made its answers
+    "runs": (
+        "run", "model", "variant", "setting", "mode", "split", "seed", "language", "backend",
+        "backend_options", "prompt_hash", "temperature", "top_p", "repetition_penalty",
+        "max_new_tokens", "prompt_options", "versions", "responses", "prompt_tokens",
+        "completion_tokens", "cached_tokens", "status", "source", "config_schema",
+    ),
     "bradley-terry": ("model", "evaluator", "criterion", "strength", "ci_low", "ci_high",
                       "note"),
     "winrate": (
@@ -258,6 +265,9 @@ TABLE_NAMES: tuple[str, ...] = (
     *AUDIT_TABLES,
 )
 """Tables built from the scores (``export`` names)."""
+
+PROVENANCE_TABLES: tuple[str, ...] = ("runs",)
+"""Tables of what made the answers (``export`` names), built from the runs."""
 
 PAIRWISE_TABLES: tuple[str, ...] = ("pairwise-judgments", "pairwise", "bradley-terry",
                                     "winrate", "pairwise-agreement")

@@ -152,9 +152,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``export`` and ``metrics`` to the CLI's subparsers."""
-    from elitr_core.vocab import PAIRWISE_TABLES, TABLE_NAMES
+    from elitr_core.vocab import PAIRWISE_TABLES, PROVENANCE_TABLES, TABLE_NAMES
 
-    names = (*TABLE_NAMES, *PAIRWISE_TABLES, "benchmark", "dataset")
+    names = (*TABLE_NAMES, *PAIRWISE_TABLES, *PROVENANCE_TABLES, "benchmark", "dataset")
     p = sub.add_parser(
         "export",
         help="export a table (CSV, JSON, LaTeX, Parquet) or the scores as a dataset",

@@ -157,6 +157,10 @@ def build_table(
     """
     if name == "unscored":
         return unscored_table(session, flt)
+    if name == "runs":
+        from elitr_core.export.runs import runs_table
+
+        return runs_table(session, flt)
     if name in ("study-monitor", "study-monitor-sequences"):
         from elitr_core.annotation.stopping import monitor_table
         from elitr_core.export.judge_audit import study_of

@@ -4,6 +4,7 @@ matches the models, and downgrades cleanly."""
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -13,6 +14,12 @@ from sqlmodel import SQLModel
 import db.models  # noqa: F401  (registers the tables)
 from db.engine import get_engine
 from tests.dbstate import migrate
+
+
+@pytest.fixture
+def db_url(empty_db_url: str) -> str:
+    """These tests migrate a database from nothing: an empty one."""
+    return empty_db_url
 
 
 def tables(engine) -> set[str]:  # type: ignore[no-untyped-def]

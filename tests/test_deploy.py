@@ -264,7 +264,7 @@ def test_too_many_replicas_for_postgresql_are_refused_at_start(pg_url: str,
 
 ASSET = re.compile(r'(?:src|href)="\./(static/[^"]+)"')
 HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'",
-           "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+           "x-content-type-options": "nosniff", "referrer-policy": "same-origin",
            "strict-transport-security": "max-age=31536000"}
 
 

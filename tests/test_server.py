@@ -84,7 +84,7 @@ def _framing_refused(headers: dict[str, str]) -> None:
     assert headers.get("x-frame-options") == "DENY", headers
     assert "frame-ancestors 'none'" in headers.get("content-security-policy", ""), headers
     assert headers.get("x-content-type-options") == "nosniff"
-    assert headers.get("referrer-policy") == "no-referrer"
+    assert headers.get("referrer-policy") == "same-origin"
 
 
 @pytest.fixture

@@ -21,8 +21,10 @@ request:
    origin is its own name) but not this;
 4. every HTTP answer forbids framing (``X-Frame-Options: DENY`` and CSP
    ``frame-ancestors 'none'``: a page of another origin cannot frame the logged-in dashboard
-   to trick clicks), MIME sniffing and the ``Referer`` (an annotator's link carries their
-   token) (:data:`SECURITY_HEADERS`).
+   to trick clicks), MIME sniffing, and a ``Referer`` to other sites (an annotator's link
+   carries their token; ``same-origin``, not ``no-referrer``, under which Chromium sends
+   ``Origin: null`` on the app's own log-out POST and check 2 refuses it)
+   (:data:`SECURITY_HEADERS`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ SECURITY_HEADERS = (
     (b"x-frame-options", b"DENY"),
     (b"content-security-policy", b"frame-ancestors 'none'"),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
 )
 
 

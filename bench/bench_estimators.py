@@ -10,6 +10,13 @@ them (they are coverages, widths and errors, which the load does not move).
   with the share of samples on which the skew note (|skewness| >= 1, n < 100) and the old
   "piled up at one end" note (half the scores at 1-2 or 9-10) fire. Populations: the bundled
   test2 QA-st gold-human and silver-human scores of three models, and synthetic ones.
+- ``aggregate``: MAE to a known true score of the mean, the median, the default silver
+  aggregate (each annotator's offset and precision) and nominal Dawid-Skene, in six simulated
+  designs (dense, sparse, batches, spammers, adversaries, the paper's 10 a response).
+- ``plans``: budget plans before (normal quantile, CLT variances) and after (the table's t
+  interval, simulated, 80% assurance), from all of a model's 130 bundled scores and from pilots
+  of 20: planned n, printed assurance, and the share of real studies of that size whose interval
+  (``ppi.classical_mean`` / ``ppi.ppipp_mean``) met the target.
 """
 
 from __future__ import annotations
@@ -181,7 +188,84 @@ def aggregate_part(replicates: int, rng: np.random.Generator) -> str:
     return "\n".join(lines) + f"\n\n{studies} simulated studies a design"
 
 
-PARTS = {"betting": betting_part, "aggregate": aggregate_part}
+def old_plan(y: np.ndarray, yhat: np.ndarray, judge: np.ndarray, half_width: float) -> tuple[
+        float, float]:
+    """The planner before (main at 73f864a): normal quantile, CLT variances, ``ddof=0``."""
+    z, size = stats.norm.ppf(0.975), judge.size
+    n = np.arange(2, size + 1, dtype=float)
+    rest = size - n
+    cov = float(np.mean((y - y.mean()) * (yhat - yhat.mean())))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.clip(np.nan_to_num(np.where(rest > 0, cov / ((1 + n / rest)
+                                                              * judge.var(ddof=1)), 0)), 0, 1)
+        imputed = np.where(rest > 0, lam**2 * judge.var(ddof=1) / np.maximum(rest, 1), 0)
+    residual = y.var() - 2 * lam * cov + lam**2 * yhat.var()
+    reached = np.flatnonzero(imputed + residual / n <= (half_width / z) ** 2)
+    return (float(np.ceil((z * y.std() / half_width) ** 2)),
+            float(n[reached[0]]) if reached.size else np.nan)
+
+
+def met(y: np.ndarray, f: np.ndarray, n: float, design: str, half_width: float,
+        rng: np.random.Generator, studies: int) -> float:
+    """Share of real studies of ``n`` human scores (drawn without replacement from the
+    population) whose interval, as ``export ppi`` prints it, is no wider than the target."""
+    from elitr_core.stats.ppi import classical_mean, ppipp_mean
+
+    if np.isnan(n) or n > y.size:
+        return float("nan")
+    n, hits = int(n), 0
+    for _ in range(studies):
+        order = rng.permutation(y.size)
+        lab, rest = order[:n], order[n:]
+        est = (classical_mean(y[lab]) if design == "human-only" or not rest.size
+               else ppipp_mean(y[lab], f[lab], f[rest])[0])
+        hits += (est.high - est.low) / 2 <= half_width
+    return hits / studies
+
+
+def plans_part(replicates: int, rng: np.random.Generator) -> str:
+    """Planned against realised: the share of real studies meeting the target at the planned
+    size, for plans from all 130 scores and from pilots of 20, before and after."""
+    from elitr_core.data.benchmark import bundled_files, scores_frame
+    from elitr_core.stats.budget import _smallest, _Studies
+    from elitr_core.stats.pairs import judge_human_table
+
+    df = scores_frame(bundled_files())
+    df = df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")]
+    pairs = judge_human_table(df, "gpt-4", "gold-human").dropna(subset=["human"])
+    lines = ["| model | half-width | design | before: n, met | after (all 130 scores): n, "
+             "printed assurance, met | after (pilots of 20): mean n, mean printed, mean met, "
+             "pilots met >= 0.5 |", "| --- | --- | --- | --- | --- | --- |"]
+    studies, pilots = max(replicates, 200), max(replicates // 20, 10)
+    for model, g in pairs.groupby("model"):
+        if model not in BUNDLED_MODELS:
+            continue
+        y, f = g["human"].to_numpy(float), g["judge"].to_numpy(float)
+        for half_width in (0.75, 1.0):
+            before = old_plan(y, f, f, half_width)
+            full = _Studies(y, f, f, 1000, 0)
+            for k, design in enumerate(("human-only", "ppi++")):
+                n, printed, _ = _smallest(full, design, half_width, 0.95, 0.8)
+                pilot_rows = []
+                for _ in range(pilots):
+                    pick = rng.choice(y.size, 20, replace=False)
+                    sim = _Studies(y[pick], f[pick], f, 400, 0)
+                    pn, pa, _ = _smallest(sim, design, half_width, 0.95, 0.8)
+                    pilot_rows.append((pn, pa, met(y, f, pn, design, half_width, rng, 200)))
+                p = np.array(pilot_rows, float)
+                ok = ~np.isnan(p[:, 0])
+                lines.append(
+                    f"| {model} | {half_width} | {design} | {before[k]:.0f}, "
+                    f"{met(y, f, before[k], design, half_width, rng, studies):.3f} | "
+                    f"{n:.0f}, {printed:.3f}, {met(y, f, n, design, half_width, rng, studies):.3f}"
+                    f" | {np.nanmean(p[ok, 0]):.0f}, {np.nanmean(p[ok, 1]):.3f}, "
+                    f"{np.nanmean(p[ok, 2]):.3f}, {np.mean(p[ok, 2] >= 0.5):.0%} "
+                    f"({ok.sum()} of {pilots} planned) |")
+    return "\n".join(lines) + (f"\n\n{studies} real studies per plan from all scores, "
+                               f"{pilots} pilots of 20 a cell (200 real studies each)")
+
+
+PARTS = {"betting": betting_part, "aggregate": aggregate_part, "plans": plans_part}
 
 
 def uptime() -> str:

@@ -144,7 +144,8 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "ppi-budget": (
         "split", "setting", "mode", "model", "n_judged", "n_labelled", "half_width",
-        "human_sd", "residual_sd", "lambda", "n_human_only", "n_ppi", "note",
+        "human_sd", "residual_sd", "lambda", "n_human_only", "assurance_human_only", "n_ppi",
+        "assurance_ppi", "note",
     ),
     "ppi-active": (
         "split", "setting", "mode", "model", "n_labelled", "n_drawn_unscored", "n_unlabelled",

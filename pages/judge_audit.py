@@ -68,7 +68,7 @@ KEYS = {"ppi": ("split", "setting", "mode", "model", "n_labelled", "judge_mean",
         "ppi-active": ("split", "setting", "mode", "model", "n_labelled", "n_drawn_unscored",
                        "judge_mean", "active_mean", "active_ci_low"),
         "ppi-budget": ("split", "setting", "mode", "model", "n_labelled", "n_human_only",
-                       "n_ppi", "note")}
+                       "assurance_human_only", "n_ppi", "assurance_ppi", "note")}
 
 
 def section(table: str, explanation: str, extra: str = "", title: str = ""):

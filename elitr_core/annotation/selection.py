@@ -86,7 +86,7 @@ def plan_budget(session: Session, *, split: str | None, setting: str | None,
     target interval half-width, PPI++ versus human-only), from the scores stored so far."""
     from db.runs import ScoreFilter
     from elitr_core.data.scores import scores_table
-    from elitr_core.stats.ppi import budget_plan
+    from elitr_core.stats.budget import budget_plan
 
     flt = ScoreFilter(split=split, setting=setting, mode=mode, models=models,
                       evaluators=(judge, human))

@@ -156,6 +156,7 @@ def audit_table(name: str, df: pd.DataFrame, options: AuditOptions,
     """
     from elitr_core.stats import (
         active,
+        budget,
         consistency,
         conversation,
         interleaving,
@@ -171,7 +172,8 @@ def audit_table(name: str, df: pd.DataFrame, options: AuditOptions,
         "ppi": lambda: ppi.ppi_table(df, o.judge, o.human, o.confidence),
         "ppi-active": lambda: active.active_ppi_table(
             df, o.judge, o.human, _required(probabilities, "ppi-active"), o.confidence),
-        "ppi-budget": lambda: ppi.budget_plan(df, o.judge, o.human, o.half_width, o.confidence),
+        "ppi-budget": lambda: budget.budget_plan(df, o.judge, o.human, o.half_width,
+                                                 o.confidence),
         "ppi-designs": lambda: ppi_designs.design_simulation(
             df, o.judge, o.human, o.budget, o.replicates, o.seed, o.confidence),
         "recalibration": lambda: recalibration.recalibration_table(df, o.judge, o.human,

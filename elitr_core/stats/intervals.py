@@ -173,6 +173,21 @@ def small_sample_warning(n_labelled: pd.Series | list[int],
             "such scores can tell.")
 
 
+def too_few_human_note(n_labelled: int) -> str:
+    """Why a model's human-based cells are empty: no or one human score."""
+    if n_labelled == 0:
+        return "no human score for this model under the filters"
+    return "1 human score: an interval needs 2 or more"
+
+
+def constant_human_note(y: np.ndarray, what: str) -> str:
+    """The note of a model whose human scores are all the same (empty when they differ)."""
+    if y.size < 2 or np.ptp(y) > 0:
+        return ""
+    return (f"every human score of this model is {y[0]:g}: no variation seen is not "
+            f"certainty, so {what}; collect more human scores")
+
+
 def check_interval(interval: str) -> None:
     """Refuse an interval kind other than those of :data:`INTERVALS`."""
     if interval not in INTERVALS:

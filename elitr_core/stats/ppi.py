@@ -1,4 +1,5 @@
-"""Human-corrected leaderboard: prediction-powered inference (PPI, PPI++) and a budget planner.
+"""Human-corrected leaderboard: prediction-powered inference (PPI, PPI++); the budget planner
+is :mod:`elitr_core.stats.budget`.
 
 An LLM judge scores every response; humans score a subset. Per model, the human mean over the
 subset is unbiased but noisy; the judge mean over everything is precise but biased. PPI adds
@@ -32,24 +33,24 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from elitr_core.errors import DegenerateDataError, UserError
+from elitr_core.errors import DegenerateDataError
 from elitr_core.stats.betting import betting_interval
 from elitr_core.stats.intervals import (
     Estimate,
     check_interval,
     clip_to_scale,
+    constant_human_note,
     interval_note,
     satterthwaite,
+    too_few_human_note,
     with_interval,
 )
-from elitr_core.stats.pairs import GROUP_KEY, judge_human_table, nullable, z_quantile
+from elitr_core.stats.pairs import GROUP_KEY, judge_human_table, nullable
 from elitr_core.vocab import EXPORT_COLUMNS, SCORE_MAX, SCORE_MIN
 
 PPI_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["ppi"]
 """Columns of ``export ppi`` (the export contract, ``elitr_core.vocab.EXPORT_COLUMNS``)."""
 
-BUDGET_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["ppi-budget"]
-"""Columns of ``export ppi-budget``."""
 
 
 def classical_mean(y: np.ndarray, confidence: float = 0.95, interval: str = "t") -> Estimate:
@@ -165,21 +166,6 @@ def ppipp_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
     return with_interval(mean, np.sqrt(a + b), confidence, df), lam
 
 
-def too_few_human_note(n_labelled: int) -> str:
-    """Why a model's human-based cells are empty: no or one human score."""
-    if n_labelled == 0:
-        return "no human score for this model under the filters"
-    return "1 human score: an interval needs 2 or more"
-
-
-def constant_human_note(y: np.ndarray, what: str) -> str:
-    """The note of a model whose human scores are all the same (empty when they differ)."""
-    if y.size < 2 or np.ptp(y) > 0:
-        return ""
-    return (f"every human score of this model is {y[0]:g}: no variation seen is not "
-            f"certainty, so {what}; collect more human scores")
-
-
 def _model_row(group: pd.DataFrame, confidence: float, interval: str) -> list[object]:
     labelled = group["human"].notna().to_numpy()
     y = group.loc[labelled, "human"].to_numpy(float)
@@ -255,93 +241,5 @@ def ppi_table(df: pd.DataFrame, judge: str, human: str, confidence: float = 0.95
     return out
 
 
-def _needed_ppi(n_judged: int, y: np.ndarray, yhat: np.ndarray, judge_var: float,
-                target_se: float) -> tuple[float, float, float]:
-    """Smallest n in 2..n_judged whose PPI++ standard error is <= ``target_se``.
-
-    For each candidate ``n`` the other ``n_judged - n`` responses stay unlabelled and
-    ``lambda`` is PPI++'s optimum for that split, from the moments observed on ``y``, ``yhat``
-    and ``judge_var`` (variance of the judge over all judged responses). Returns
-    ``(n, lambda, residual_sd)``, NaN for ``n`` when no candidate reaches the target.
-    """
-    n = np.arange(2, n_judged + 1, dtype=float)
-    rest = n_judged - n
-    covariance = float(np.mean((y - y.mean()) * (yhat - yhat.mean())))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.where(rest > 0, covariance / ((1 + n / rest) * judge_var), 0.0)
-    lam = np.clip(np.nan_to_num(lam), 0.0, 1.0)
-    residual_var = y.var() - 2 * lam * covariance + lam**2 * yhat.var()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        imputed = np.where(rest > 0, lam**2 * judge_var / np.maximum(rest, 1), 0.0)
-    reached = np.flatnonzero(imputed + residual_var / n <= target_se**2)
-    if not reached.size:
-        return np.nan, float(lam[-1]), float(np.sqrt(residual_var[-1]))
-    first = reached[0]
-    return float(n[first]), float(lam[first]), float(np.sqrt(max(residual_var[first], 0.0)))
-
-
-def budget_plan(df: pd.DataFrame, judge: str, human: str, half_width: float,
-                confidence: float = 0.95) -> pd.DataFrame:
-    """Human scores needed per model for a target CI half-width: PPI++ versus human-only.
-
-    The variances are those observed so far: the human scores' standard deviation
-    ``human_sd`` and their covariance with the judge on the labelled responses, the judge's
-    variance over all judged responses. Human-only needs ``ceil((z * human_sd /
-    half_width)^2)`` scores; PPI++ needs the smallest ``n`` for which ``z * sqrt(lambda^2
-    var(judge) / (n_judged - n) + residual_sd^2 / n) <= half_width``, the other judged
-    responses staying unlabelled, ``lambda`` PPI++'s optimum for that ``n`` and
-    ``residual_sd`` the standard deviation of ``human - lambda * judge`` (both reported).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Long scores table with both evaluators; at least 2 labelled responses per model.
-    judge, human : str
-        Evaluator slugs.
-    half_width : float
-        Target half-width of the interval on the 1..10 scale (> 0).
-    confidence : float
-        Coverage of the interval.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``BUDGET_COLUMNS``, one row per model with a judge score. ``n_ppi`` is empty when even
-        labelling all ``n_judged`` responses misses the target (judge more responses);
-        ``n_human_only`` may exceed ``n_judged``. A model with fewer than 2 human scores, or
-        whose human scores are all the same (a variance of 0 would plan 0 human scores), has
-        empty plan cells and a ``note`` saying why.
-
-    References
-    ----------
-    Angelopoulos, Duchi & Zrnic (2023). PPI++: Efficient prediction-powered inference.
-    arXiv:2311.01453 (variance of the power-tuned estimator).
-    """
-    if not half_width > 0:
-        raise UserError(f"the target half-width must be positive, not {half_width}")
-    z = z_quantile(confidence)
-    table = judge_human_table(df, judge, human)
-    rows = []
-    for key, group in table.groupby(list(GROUP_KEY), sort=True):
-        labelled = group["human"].notna().to_numpy()
-        y = group.loc[labelled, "human"].to_numpy(float)
-        if y.size < 2:
-            rows.append([*key, len(group), y.size, half_width, *[np.nan] * 5,
-                         too_few_human_note(y.size).replace("an interval", "a plan")])
-            continue
-        yhat = group.loc[labelled, "judge"].to_numpy(float)
-        judge_var = float(group["judge"].to_numpy(float).var(ddof=1))
-        n_ppi, lam, residual_sd = _needed_ppi(len(group), y, yhat, judge_var, half_width / z)
-        n_human = float(np.ceil((z * y.std() / half_width) ** 2))
-        note = constant_human_note(y, "a variance of 0 plans no budget")
-        if note:  # a plan from a variance of 0 would say that no human score is needed
-            n_human = n_ppi = np.nan
-        rows.append([*key, len(group), y.size, half_width, float(y.std()), residual_sd, lam,
-                     n_human, n_ppi, note])
-    out = pd.DataFrame(rows, columns=list(BUDGET_COLUMNS))
-    if not out["n_labelled"].ge(2).any():
-        raise DegenerateDataError(f"no model has 2 responses scored by both {judge} and "
-                                  f"{human}: collect a few human scores first")
-    for column in ("n_human_only", "n_ppi"):
-        out[column] = out[column].astype("Float64").round().astype("Int64")
-    return out
+# the planner lives in stats/budget.py; its names stay importable from here
+from elitr_core.stats.budget import BUDGET_COLUMNS, budget_plan  # noqa: E402,F401

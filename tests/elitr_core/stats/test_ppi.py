@@ -20,9 +20,7 @@ from scipy import stats
 
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.ppi import (
-    BUDGET_COLUMNS,
     PPI_COLUMNS,
-    budget_plan,
     classical_mean,
     power_tuning,
     ppi_mean,
@@ -187,39 +185,3 @@ def test_t_intervals_cover_with_ten_human_scores_where_normal_ones_do_not() -> N
         t, normal = hits[name, "t"] / reps, hits[name, "normal"] / reps
         assert 0.94 - tolerance <= t <= 0.96 + tolerance, (name, t)
         assert normal < 0.95 - tolerance < t, (name, normal)  # ppi_py's CLT under-covers
-
-
-def planned_half_width(y: np.ndarray, yhat: np.ndarray, judge_var: float, n: int,
-                       n_judged: int = 400, z: float = 1.959963984540054) -> float:
-    """PPI++ half-width with n of n_judged labelled and the best lambda for n (by hand)."""
-    cov = np.mean((y - y.mean()) * (yhat - yhat.mean()))
-    lam = np.clip(cov / ((1 + n / (n_judged - n)) * judge_var), 0, 1)
-    resid = y.var() - 2 * lam * cov + lam**2 * yhat.var()
-    return z * np.sqrt(lam**2 * judge_var / (n_judged - n) + resid / n)
-
-
-def test_budget_plan_meets_the_target_with_the_fewest_scores() -> None:
-    df = judge_and_human(400, {"A": 60, "B": 80}, seed=5)
-    plan = budget_plan(df, "judge", "human", half_width=0.3)
-    assert list(plan.columns) == list(BUDGET_COLUMNS)
-    z = 1.959963984540054
-    for _, got in plan.iterrows():
-        scores = df[df["model"] == got["model"]]
-        judge = scores[scores["evaluator"] == "judge"].set_index("question_id")["score"]
-        human = scores[scores["evaluator"] == "human"].set_index("question_id")["score"]
-        y, yhat = human.to_numpy(), judge.loc[human.index].to_numpy()
-        assert got["n_human_only"] == int(np.ceil((z * y.std() / 0.3) ** 2))
-
-        n_ppi = int(got["n_ppi"])
-        assert planned_half_width(y, yhat, judge.var(), n_ppi) <= 0.3 \
-            < planned_half_width(y, yhat, judge.var(), n_ppi - 1)
-        assert n_ppi < got["n_human_only"]
-
-
-def test_budget_plan_says_when_the_target_is_out_of_reach() -> None:
-    plan = budget_plan(judge_and_human(30, {"A": 10}), "judge", "human", half_width=0.01)
-    assert pd.isna(plan.loc[0, "n_ppi"]) and plan.loc[0, "n_human_only"] > 30
-    with pytest.raises(UserError, match="positive"):
-        budget_plan(judge_and_human(30, {"A": 10}), "judge", "human", half_width=0)
-    with pytest.raises(DegenerateDataError, match="collect a few human scores"):
-        budget_plan(judge_and_human(30, {"A": 1}), "judge", "human", half_width=0.5)

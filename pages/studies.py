@@ -275,11 +275,9 @@ with create_tab, st.form("studies.create"):
 
 with create_tab, st.expander("Human-budget planner: how many human scores per model?"):
     st.caption("From the judge and human scores stored so far: the human scores each model "
-               "needs for the 95% interval the PPI table prints to be no wider than the chosen "
-               "half-width in 80% of studies (the assurance columns: the share of simulated "
-               "studies of that size that meet it), with human scores alone and with PPI++ "
-               "(the judge on the other responses). Same as `python -m elitr_core "
-               "export ppi-budget`.")
+               "needs for the PPI table's 95% interval to meet the half-width in 80% of studies "
+               "(assurance: that share), alone and with PPI++ (the judge on the other "
+               "responses). Same as `python -m elitr_core export ppi-budget`.")
     c1, c2, c3, c4, c5 = st.columns(5)
     plan_split = c1.selectbox("Split", [None, "dev", "test2"], index=2, key="studies.plan.split")
     plan_setting = c2.selectbox("Setting", [None, "qa", "conv"], index=1,

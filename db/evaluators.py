@@ -14,7 +14,105 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
 from db.keyed import upsert
-from db.models import Annotator, Evaluator
+from db.models import Annotator, Evaluator, Score
+from elitr_core.errors import UserError
+
+#: Every way scores come in, as an evaluator's ``source``: only its own source writes an
+#: evaluator's scores (:func:`evaluator_for`). The words name it in a refusal.
+SOURCES: dict[str, str] = {
+    "release": "the ELITR-Bench release's",
+    "csv": "a scores CSV's",
+    "judge": "a judge pass's",
+    "metric": "an n-gram metric's",
+    "study": "a human study's",
+    "pool": "no (a pool of annotators holds none)",
+    "inspect": "an inspect_ai log's",
+    "lm-eval": "an lm-evaluation-harness log's",
+}
+class OtherSetup(UserError):
+    """An evaluator's stored identity (a grader and its settings) differs from the writer's."""
+
+
+#: Slug namespaces: an evaluator named ``inspect:...`` is made by an inspect_ai log only.
+NAMESPACES: dict[str, str] = {"inspect": "inspect", "lm-eval": "lm-eval"}
+
+
+def evaluator_for(*, session: Session, slug: str, kind: str, source: str,
+                  description: str = "", identity: dict[str, Any] | None = None) -> int:
+    """The id of the evaluator ``slug`` that ``source`` may write scores into, created (of
+    ``kind``, with ``identity`` in its config) when missing. Every writer of scores gets its
+    evaluator here: the one place that decides whether a source may write to an evaluator.
+
+    An evaluator is written by the source that made it, with its kind and its identity (a
+    harness grader's model and settings); a human source may take over a pool of annotators
+    that holds no score yet (made by a study before the release was imported). A slug in a
+    namespace
+    (``inspect:``, ``lm-eval:``) is only ever made by that namespace's source.
+
+    Raises
+    ------
+    UserError
+        One line naming the evaluator, whose scores it holds and what to do.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"unknown evaluator source {source!r}")
+    namespace = NAMESPACES.get(slug.split(":", 1)[0]) if ":" in slug else None
+    if namespace is not None and namespace != source:
+        raise UserError(f"evaluator {slug!r} is in the {namespace}: namespace, which only "
+                        f"{SOURCES[namespace]} scores use: {SOURCES[source]} scores need "
+                        "another name")
+    config = {"identity": identity} if identity is not None else {}
+    evaluator_id = upsert_evaluator(session=session, slug=slug, kind=kind,
+                                    description=description, source=source, config=config)
+    stored = session.get(Evaluator, evaluator_id)
+    assert stored is not None
+    session.refresh(stored)
+    if stored.source != source or stored.kind != kind:
+        # a pool (or a test fixture's evaluator, made without a source) holding no score
+        free = stored.source in ("", "pool") and session.execute(sa_select(col(Score.id)).where(
+            col(Score.evaluator_id) == evaluator_id).limit(1)).first() is None
+        if not free or stored.kind != kind:
+            raise UserError(
+                f"evaluator {slug!r} holds {SOURCES.get(stored.source, 'other')} {stored.kind} "
+                f"scores: {SOURCES[source]} {kind} scores never go under it; give them "
+                "another evaluator name")
+        stored.source = source
+        session.add(stored)
+        session.flush()
+    if identity is not None:
+        known = stored.config.get("identity")
+        if known is None:
+            stored.config = {**stored.config, "identity": identity}
+            session.add(stored)
+            session.flush()
+        elif known != identity:
+            fields = sorted(k for k in set(known) | set(identity)
+                            if known.get(k) != identity.get(k))
+            raise OtherSetup(f"evaluator {slug!r} was made by another setup ({', '.join(fields)}"
+                             f" differ: {_shown(known, fields)} stored, "
+                             f"{_shown(identity, fields)} now): its scores would mix two "
+                             "graders; import this one as a variant (--variant NAME), whose "
+                             "judge is then named apart")
+    return evaluator_id
+
+
+def _shown(identity: dict[str, Any], fields: list[str]) -> str:
+    text = ", ".join(f"{k}={identity.get(k)!r}" for k in fields)
+    return text if len(text) <= 120 else text[:110] + "..."
+
+
+def annotator_pool(*, session: Session, slug: str) -> int:
+    """The id of the human pool ``slug`` (``gold-human``, ``silver-human``) whose annotators a
+    study draws; made by a study when missing. A pool holds annotators, not scores (a study's
+    scores go under its own ``<pool>:<study>`` evaluator), so any human evaluator of that name
+    is the pool."""
+    evaluator_id = upsert_evaluator(session=session, slug=slug, kind="human", source="pool")
+    kind = session.execute(sa_select(col(Evaluator.kind)).where(
+        col(Evaluator.id) == evaluator_id)).scalar_one()
+    if kind != "human":
+        raise UserError(f"evaluator {slug!r} is an {kind} evaluator, not a pool of human "
+                        "annotators: rename it before running a study")
+    return evaluator_id
 
 
 def upsert_evaluator(
@@ -25,8 +123,11 @@ def upsert_evaluator(
     description: str = "",
     scale_min: float = 1.0,
     scale_max: float = 10.0,
+    source: str = "",
+    config: dict[str, Any] | None = None,
 ) -> int:
-    """Create the evaluator if missing; return its id."""
+    """Create the evaluator if missing; return its id. Writers of scores call
+    :func:`evaluator_for`, which checks the source may write to it."""
     upsert(
         session=session,
         table=Evaluator,
@@ -36,9 +137,11 @@ def upsert_evaluator(
                 "slug": slug,
                 "kind": kind,
                 "description": description,
-                "config": {},
+                "config": config or {},
                 "scale_min": scale_min,
                 "scale_max": scale_max,
+                # (a fixture's evaluator has no source: the first writer takes it)
+                **({"source": source} if source else {}),
             }
         ],
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 NO_SEED = -1
@@ -107,6 +107,11 @@ class Evaluator(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     slug: str = Field(unique=True, index=True, max_length=64)
     kind: str = Field(max_length=16)  # llm | human | metric
+    #: who writes its scores (db/evaluators.SOURCES): no other source may (evaluator_for)
+    # the server's default, not SQLAlchemy's: an insert that leaves it out stays valid on a
+    # database from before revision 0010 (the migration tests fill one so)
+    source: str = Field(default="", sa_column=Column(String(16), nullable=False,
+                                                     server_default=""))
     scale_min: float = 1.0
     scale_max: float = 10.0
     description: str = Field(default="", max_length=512)

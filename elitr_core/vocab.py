@@ -11,6 +11,11 @@ statistic takes as input: one row per scored (response, evaluator, annotator, sa
 SPLITS: tuple[str, ...] = ("dev", "test2")
 SETTINGS: tuple[str, ...] = ("qa", "conv")
 MODES: tuple[str, ...] = ("st", "mt")
+#: Setting and mode pairs no run has, and why: ``generate`` refuses them, and so does every
+#: import (benchmark files, harness logs), so no stored run holds one.
+REFUSED_PAIRS: dict[tuple[str, str], str] = {
+    ("conv", "st"): "conv questions rely on the previous turns (the benchmark reports QA-st, "
+                    "QA-mt and Conv-mt)"}
 #: Interleaved conversations (the LTM benchmark's method): K meetings' questions in one
 #: conversation, mode ``int2`` or ``int3`` (``generation/interleave.py``).
 INTERLEAVE_KS: tuple[int, ...] = (2, 3)

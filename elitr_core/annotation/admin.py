@@ -14,7 +14,7 @@ from sqlmodel import Session
 from db import evaluators as eq
 from db import queue as q
 from db import studies as sq
-from db.evaluators import upsert_evaluator
+from db.evaluators import annotator_pool
 from db.keyed import save
 from elitr_core.annotation.auth import new_token
 from elitr_core.annotation.quality import aggregate, get_study
@@ -52,7 +52,7 @@ def add_annotator(session: Session, name: str, pool: str, *,
     from elitr_core.data import records  # the typed gate: NFC, no invisible characters
 
     name = records.check_options(records.ANNOTATOR_NAME, name, what="annotator name")
-    pool_id = upsert_evaluator(session=session, slug=POOLS[pool], kind="human")
+    pool_id = annotator_pool(session=session, slug=POOLS[pool])
     if eq.annotator_by_name(session=session, evaluator_id=pool_id, name=name) is not None:
         raise UserError(f"the {pool} pool already has an annotator called {name!r}: "
                         "choose another name")

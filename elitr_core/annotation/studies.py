@@ -25,8 +25,8 @@ from db.evaluators import (
     add_annotator,
     annotator_by_external_id,
     annotator_by_token_hash,
+    annotator_pool,
     evaluator_slug,
-    upsert_evaluator,
 )
 from db.models import Annotator, Participation, Study
 from db.transaction import queued_writing, reading, writing
@@ -223,7 +223,7 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
                                "match): please open the study again from Prolific.")
         # two tabs of one participant arriving at once: the second waits for the first
         aq.lock_key(session=session, namespace=aq.PARTICIPANT_LOCK, text=pid)
-        pool_id = upsert_evaluator(session=session, slug=POOLS["silver"], kind="human")
+        pool_id = annotator_pool(session=session, slug=POOLS["silver"])
         annotator = annotator_by_external_id(session=session, evaluator_id=pool_id,
                                              external_id=pid)
         parts = [] if annotator is None or annotator.id is None else q.participations(

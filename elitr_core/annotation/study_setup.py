@@ -16,7 +16,7 @@ from sqlmodel import Session
 
 from db import admission as aq
 from db import studies as sq
-from db.evaluators import upsert_evaluator
+from db.evaluators import annotator_pool, evaluator_for
 from db.keyed import save
 from db.models import Study
 from elitr_core.annotation.admission import (
@@ -146,10 +146,10 @@ def create_study(session: Session, spec: StudySpec) -> dict[str, Any]:
                                      selection=spec.selection, judge=spec.judge, seed=spec.seed)
         rows = [r for r in rows if r["response_id"] in probabilities]
     pool_slug = POOLS[spec.pool]
-    upsert_evaluator(session=session, slug=pool_slug, kind="human")
+    annotator_pool(session=session, slug=pool_slug)
     slug = f"{pool_slug}:{spec.name}"
-    evaluator_id = upsert_evaluator(session=session, slug=slug, kind="human",
-                                    description=f"{spec.pool} annotators of study {spec.name}")
+    evaluator_id = evaluator_for(session=session, slug=slug, kind="human", source="study",
+                                 description=f"{spec.pool} annotators of study {spec.name}")
     if spec.assignment == "meeting":
         items = [(r["response_id"], r["meeting"]) for r in rows]
     else:

@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from elitr_core.data import records
+from elitr_core.data.strict import refuse_duplicates
 from elitr_core.data.validation import (
     MAX_ARCHIVE_BYTES,
     load_json,
     open_archive,
     read_bytes,
     read_member,
-    refuse_duplicates,
 )
 from elitr_core.errors import DataFileError
-from elitr_core.vocab import SPLITS
+from elitr_core.vocab import REFUSED_PAIRS, SPLITS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = PROJECT_ROOT / "data"
@@ -220,6 +220,10 @@ def parse_benchmark_file(name: str, data: bytes, *, path: object | None = None) 
             "not an ELITR-Bench file name (expected elitr-bench-{qa,conv}_{dev,test2}.json, "
             "elitr-bench-czech-..., or elitr-bench-{qa,conv}_{split}_{st,mt}_{eval}.json)",
         )
+    refused = REFUSED_PAIRS.get((info["setting"], info.get("mode", "")))
+    if refused is not None:
+        raise DataFileError(where, f"a {info['setting']}-{info['mode']} responses file: "
+                            f"{refused}, so no run has them; generate refuses them too")
     content = load_json(data, where=where)
     meetings = _require(content, "meetings", list, where="top level", path=where)
     split = content.get("split", info["split"])

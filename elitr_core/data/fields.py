@@ -15,10 +15,9 @@ from typing import Any
 
 from pydantic_core import PydanticCustomError
 
+from elitr_core.data.strict import WHOLE, ascii_float, ascii_int
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 
-_WHOLE = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 #: Characters no stored text holds: C0 controls except tab, newline and carriage return (which
 #: ``clean_text`` normalises away first), DEL, and lone surrogates (not characters: neither
 #: SQLite nor PostgreSQL can encode them; PostgreSQL refuses NUL). Imported text holding one is
@@ -48,10 +47,11 @@ def whole_number(value: Any) -> int:
         return value
     if isinstance(value, str):
         text = value.strip()
-        if _WHOLE.fullmatch(text) and len(text) <= 20:
-            return int(text)
-        if _WHOLE.fullmatch(text):
-            raise refuse("int_too_long", "has more digits than any stored number")
+        if len(text) > 20:  # before any conversion: int() of 5,000 digits raises
+            if WHOLE.fullmatch(text):
+                raise refuse("int_too_long", "has more digits than any stored number")
+        elif (number := ascii_int(text)) is not None:
+            return number
     raise refuse("whole_number", "is not a whole number (write digits, such as 3)")
 
 
@@ -63,10 +63,10 @@ def score_number(value: Any) -> float:
     """A score: a finite number, or a numeric string such as ``"6.8"``, in the rubric's range."""
     # the common types first, by exact type: this runs once per distinct cell of a big CSV
     if type(value) is str:
-        text = value.strip()
-        if not _NUMBER.fullmatch(text):
+        read = ascii_float(value)
+        if read is None:
             raise refuse("score_type", _NOT_A_NUMBER)
-        score = float(text)
+        score = read
     elif isinstance(value, float):
         score = value
     elif isinstance(value, int) and not isinstance(value, bool):

@@ -15,7 +15,7 @@ from sqlmodel import Session
 from db import benchmark as bq
 from db import keyed
 from db import responses as pq
-from db.evaluators import upsert_evaluator
+from db.evaluators import evaluator_for
 from db.models import NO_SEED, Meeting, Question, QuestionTranslation, Response, Run
 from db.scores import SCORE_KEY, score_row, upsert_scores
 from elitr_core.data.benchmark import (
@@ -292,7 +292,8 @@ def _import_scores(session: Session, found: list[tuple[BenchmarkFile, ResponseRe
         session=session, pairs=list(dict.fromkeys((row["run_id"], row["question_id"])
                                                   for row in rows)))
     evaluators = {
-        slug: upsert_evaluator(session=session, slug=slug, kind=kind, description=desc)
+        slug: evaluator_for(session=session, slug=slug, kind=kind, source="release",
+                            description=desc)
         for slug, (kind, desc) in BUNDLED_EVALUATORS.items()
     }
     score_rows, names, paths = [], [], []

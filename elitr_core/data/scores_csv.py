@@ -26,12 +26,13 @@ from db import benchmark as bq
 from db import responses as pq
 from db import runs as rq
 from db import score_staging
-from db.evaluators import annotator_ids, upsert_evaluator
+from db.evaluators import annotator_ids, evaluator_for
 from db.models import NO_SEED
 from elitr_core.data.overwrite import Guard, refuse_other_facets
 from elitr_core.data.records import ScoreRowChecker
-from elitr_core.data.validation import readable_file, refuse_duplicates
-from elitr_core.errors import DataFileError
+from elitr_core.data.strict import refuse_duplicates
+from elitr_core.data.validation import readable_file
+from elitr_core.errors import DataFileError, UserError
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 
 if TYPE_CHECKING:
@@ -213,8 +214,11 @@ class _Resolver:
     def _add_evaluators(self, slugs: list[str]) -> None:
         for slug in set(slugs).difference(self.evaluators):
             kind = "human" if slug.endswith(HUMAN_SUFFIX) else "llm"
-            self.evaluators[slug] = upsert_evaluator(session=self.session, slug=slug,
-                                                     kind=kind)
+            try:
+                self.evaluators[slug] = evaluator_for(session=self.session, slug=slug,
+                                                      kind=kind, source="csv")
+            except UserError as exc:
+                raise DataFileError(self.path, str(exc)) from None
 
     def _add_annotators(self, slugs: list[str], names: list[str | None]) -> None:
         pairs = {(self.evaluators[s], n) for s, n in zip(slugs, names, strict=True) if n}

@@ -20,14 +20,14 @@ Field values (numbers, names, text) are checked by the typed gate, ``records``.
 
 from __future__ import annotations
 
-import json
 import re
 import stat
 import zipfile
-from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
+from elitr_core.data import strict
+from elitr_core.data.strict import refuse_duplicates
 from elitr_core.errors import DataFileError
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 
@@ -38,8 +38,6 @@ MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
 #: Deepest JSON nesting accepted; ELITR-Bench files nest 5 levels.
 MAX_JSON_DEPTH = 32
 _CHUNK = 1024 * 1024
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-_WHOLE = re.compile(r"[+-]?\d+", re.ASCII)
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
@@ -213,25 +211,6 @@ class _ScanState:
 _OPENING = frozenset(b"[{")
 
 
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON (scores must be numbers)")
-
-
-class _DuplicateKey(ValueError):
-    """A JSON object holding the same key twice (``json`` would keep the last silently)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _DuplicateKey(
-                f"key {key!r} appears twice in one JSON object (values {found[key]!r:.40} and "
-                f"{value!r:.40}): keep one")
-        found[key] = value
-    return found
-
-
 def load_json(data: bytes, *, where: object) -> Any:
     """Parse JSON text after checking its nesting depth; a BOM is accepted, a key repeated
     within one object is refused (never last-wins)."""
@@ -245,12 +224,7 @@ def load_json(data: bytes, *, where: object) -> Any:
             where, f"JSON nested {depth} levels deep, more than the {MAX_JSON_DEPTH} accepted: "
             "not an ELITR-Bench file"
         )
-    try:
-        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
-    except _DuplicateKey as exc:
-        raise DataFileError(where, str(exc)) from None
-    except ValueError as exc:  # JSONDecodeError is a ValueError
-        raise DataFileError(where, f"malformed JSON: {exc}") from None
+    return strict.loads(text, where=where)
 
 
 def parse_score(value: Any, *, where: str, path: object) -> float:
@@ -260,9 +234,9 @@ def parse_score(value: Any, *, where: str, path: object) -> float:
             path, f"{where}: score {value!r} is not a number (write a number from "
             f"{SCORE_MIN:g} to {SCORE_MAX:g})"
         )
-    if isinstance(value, str) and not _NUMBER.fullmatch(value.strip()):
+    score = strict.ascii_float(value) if isinstance(value, str) else float(value)
+    if score is None:
         raise DataFileError(path, f"{where}: score {value!r} is not a number")
-    score = float(value)
     if not SCORE_MIN <= score <= SCORE_MAX:
         raise DataFileError(
             path, f"{where}: score {value!r} is outside {SCORE_MIN:g}..{SCORE_MAX:g}"
@@ -273,11 +247,11 @@ def parse_score(value: Any, *, where: str, path: object) -> float:
 def parse_whole(value: Any, *, what: str, where: str, path: object, minimum: int | None = None
                 ) -> int:
     """A whole number (JSON integer or ASCII digits, never a boolean), at least ``minimum``."""
-    text = value.strip() if isinstance(value, str) else None
+    found = strict.ascii_int(value) if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif text is not None and _WHOLE.fullmatch(text):
-        number = int(text)
+    elif found is not None:
+        number = found
     else:
         raise DataFileError(path, f"{where}: {what} {value!r} is not a whole number")
     if minimum is not None and number < minimum:
@@ -290,21 +264,6 @@ def parse_slug(value: Any, *, what: str, where: str, path: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise DataFileError(path, f"{where}: {what} {value!r} should be a non-empty text")
     return value.strip()
-
-
-def refuse_duplicates(entries: Iterable[tuple[Hashable, str]], *, path: object,
-                      describe: Callable[[Any], str]) -> None:
-    """Refuse the first key seen twice, naming it (``describe(key)``) and both its places.
-
-    ``entries`` yields ``(key, place)`` pairs, a place being a line or an entry number.
-    """
-    seen: dict[Hashable, str] = {}
-    for key, place in entries:
-        if key in seen:
-            raise DataFileError(
-                path, f"{describe(key)} appears twice ({seen[key]} and {place}): keep one"
-            )
-        seen[key] = place
 
 
 #: how a ZIP file starts: a member's local header, or the end record of an empty archive

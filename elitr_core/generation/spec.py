@@ -18,7 +18,15 @@ from elitr_core.generation.retrieval import CONTEXT_POLICIES, DEFAULT_CHUNK_TOKE
 from elitr_core.generation.run_config import RunIdentity
 from elitr_core.passes.records import DEFAULT_SEED
 from elitr_core.prompts.assembly import protocol_prompt_hash, reference_word_count
-from elitr_core.vocab import INTERLEAVE_KS, LANGUAGES, MODES, SETTINGS, SPLITS, TASKS
+from elitr_core.vocab import (
+    INTERLEAVE_KS,
+    LANGUAGES,
+    MODES,
+    REFUSED_PAIRS,
+    SETTINGS,
+    SPLITS,
+    TASKS,
+)
 
 
 @dataclass(frozen=True)
@@ -118,9 +126,9 @@ class GenerationSpec:
                                      ("language", self.language, LANGUAGES)):
             if value not in allowed:
                 raise UserError(f"unknown {name} {value!r}; use one of {', '.join(allowed)}")
-        if self.setting == "conv" and self.mode == "st":
-            raise UserError("conv questions rely on the previous turns: use --mode mt with "
-                            "--setting conv (the benchmark reports QA-st, QA-mt and Conv-mt)")
+        refused = REFUSED_PAIRS.get((self.setting, self.mode))
+        if refused is not None:
+            raise UserError(f"{refused}: use --mode mt with --setting {self.setting}")
         d = self.decoding
         if not 1 <= d.max_new_tokens <= 4096 or d.temperature < 0 or not 0 < d.top_p <= 1:
             raise UserError("decoding: max_new_tokens must be 1..4096, temperature >= 0 and "

@@ -31,9 +31,11 @@ class HarnessAnswer:
 
 @dataclass
 class HarnessRun:
-    """A log as a run: its key, config, answers, and its scorers' scores (evaluator slug ->
-    (meeting, number, value)); ``skipped`` lists what was read but not imported, one line
-    each (samples left out by ``--partial``, scorers whose values are not 1..10 scores)."""
+    """A log as a run: its key, config, answers, and its scorers' scores (scorer name ->
+    (meeting, number, value)), each scorer's kind, description and identity (what made its
+    scores: the grader model and its settings); ``skipped`` lists what was read but not
+    imported, one line each (samples left out by ``--partial``, scorers whose values are not
+    1..10 scores)."""
 
     source: str
     backend: str
@@ -46,16 +48,28 @@ class HarnessRun:
     answers: list[HarnessAnswer] = field(default_factory=list)
     scores: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
     evaluators: dict[str, tuple[str, str]] = field(default_factory=dict)
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     #: scorers skipped as a whole (named in ``skipped``)
     dropped: set[str] = field(default_factory=set)
 
 
+def evaluator_slug(backend: str, name: str, identity: dict[str, Any]) -> str:
+    """The evaluator a harness scorer's scores go under, in the harness's own namespace:
+    ``inspect:<scorer>[:<grader model>]``, ``lm-eval:<metric>``. No scorer can name a human,
+    release or judge evaluator of the project, or one of another harness
+    (``db.evaluators.evaluator_for`` refuses a namespace's slug to any other source); the
+    grader's settings are the rest of its identity (stored with it, compared there)."""
+    grader = identity.get("grader")
+    return f"{backend}:{name}" + (f":{grader}" if grader else "")
+
+
 def add_scores(run: HarnessRun, name: str, kind: str,
-               values: list[tuple[str, int, Any]]) -> None:
+               values: list[tuple[str, int, Any]],
+               identity: dict[str, Any] | None = None) -> None:
     """Add a scorer's values (meeting, number, value; NaN and None: unscored) as the scores of
-    evaluator ``name``; a scorer with any value that is not a 1..10 score is left out as a
-    whole and listed in ``run.skipped``."""
+    scorer ``name`` (made by ``identity``: its grader and settings); a scorer with any value
+    that is not a 1..10 score is left out as a whole and listed in ``run.skipped``."""
     import math
 
     from elitr_core.data.fields import score_number
@@ -72,8 +86,11 @@ def add_scores(run: HarnessRun, name: str, kind: str,
                            "scores on the 1..10 scale)")
         return
     run.scores.setdefault(name, []).extend(checked)
-    description = f"{BACKENDS[run.backend]} scorer {name}"
+    identity = {"scorer": name, **(identity or {})}
+    grader = f", graded by {identity['grader']}" if identity.get("grader") else ""
+    description = f"{BACKENDS[run.backend]} scorer {name}{grader}"
     run.evaluators.setdefault(name, (kind, description))
+    run.identities.setdefault(name, identity)
 
 
 def require(module: str, package: str, what: str) -> ModuleType:

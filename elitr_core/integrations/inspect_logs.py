@@ -5,7 +5,9 @@ writes is read as inspect reads it). A log is refused, with one line, when it is
 ``elitr_bench``, not finished (started, cancelled, errored) or holds an errored sample, unless
 ``partial``: then its answered samples are read and the others listed in ``skipped``. A sample
 id that is not ``MEETING/qN`` or ``MEETING/mt``, or a multi-turn sample with fewer answers
-than questions, is refused always.
+than questions, is refused always; so is anything given twice (no last-wins, the rules of
+``data.strict``): a ZIP member or a JSON key of the file, a sample id, a question in a
+multi-turn sample's list, a score key of the judge, written in other than ASCII digits.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from elitr_core.data.strict import id_number, loads, refuse_duplicates
 from elitr_core.errors import DataFileError, UserError
 from elitr_core.integrations.harness import HarnessAnswer, HarnessRun, add_scores, require
 from elitr_core.integrations.items import parse_item_id
@@ -46,6 +49,7 @@ def read_inspect_log(path: Path, *, partial: bool = False) -> HarnessRun:
             raise
         raise DataFileError(path, f"{_NOT_ELITR}; if it is an inspect_ai log, install "
                             "inspect_ai to import it: pip install inspect_ai") from None
+    _refuse_twice_in_file(path)
     try:
         log = log_module.read_eval_log(str(path))
     except OSError as exc:
@@ -60,14 +64,53 @@ def read_inspect_log(path: Path, *, partial: bool = False) -> HarnessRun:
         raise DataFileError(path, f"a log of task {task!r}, not of ELITR-Bench's {TASK_NAME} "
                             "(elitr_core/integrations/inspect_task.py): only its logs import")
     run = _run_of(path, log)
+    refuse_duplicates(((str(sample.id), f"sample {n}") for n, sample in
+                       enumerate(log.samples or [], 1)), path=path,
+                      describe=lambda sample_id: f"sample id {sample_id}")
     if log.status != "success" and not partial:
         raise DataFileError(path, f"the log's status is {log.status!r}, not 'success': rerun "
                             "it to the end, or pass --partial to import its answered samples")
+    graders = _graders(path, log)
     for sample in log.samples or []:
-        _read_sample(path, run, sample, partial)
+        _read_sample(path, run, sample, partial, graders)
     if not run.answers:
         raise DataFileError(path, "holds no answered sample: nothing to import")
     return run
+
+
+def _refuse_twice_in_file(path: Path) -> None:
+    """A ZIP member given twice in an ``.eval``, or a key given twice in one JSON object of
+    the log or its members: inspect's own reader would keep one of them silently. (inspect
+    writes NaN for an unscored value, so the JSON constants are read here. Its members are
+    zstd-compressed: readable once ``inspect_ai.log`` is imported, which patches zipfile.)"""
+    import zipfile
+
+    from elitr_core.data.validation import MAX_FILE_BYTES, open_archive, read_bytes
+
+    if path.suffix.lower() == ".json":
+        loads(read_bytes(path), where=path, constants=True)
+        return
+    try:
+        archive = open_archive(path)
+    except DataFileError:
+        return  # not a ZIP: inspect's reader says what it is in its own refusal
+    with archive:
+        members = [info for info in archive.infolist() if not info.is_dir()]
+        refuse_duplicates(((info.filename, f"entry {n}") for n, info in enumerate(members, 1)),
+                          path=path, describe=lambda name: f"ZIP member {name!r}")
+        for info in members:
+            if not info.filename.endswith(".json"):
+                continue
+            try:
+                with archive.open(info) as handle:
+                    data = handle.read(MAX_FILE_BYTES + 1)
+            except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+                raise DataFileError(path, f"damaged log member {info.filename}: {exc}"
+                                    ) from None
+            if len(data) > MAX_FILE_BYTES:
+                raise DataFileError(path, f"log member {info.filename} expands beyond "
+                                    f"{MAX_FILE_BYTES:,} bytes: not a log this reads")
+            loads(data, where=f"{path}:{info.filename}", constants=True)
 
 
 def _run_of(path: Path, log: Any) -> HarnessRun:
@@ -94,7 +137,39 @@ def _run_of(path: Path, log: Any) -> HarnessRun:
                       config=config)
 
 
-def _read_sample(path: Path, run: HarnessRun, sample: Any, partial: bool) -> None:
+#: Keys of a model's arguments that hold a credential: never part of a stored identity.
+_SECRET_WORDS = ("key", "token", "password", "secret", "credential")
+
+
+def _settings(config: Any, args: dict[str, Any] | None) -> dict[str, Any]:
+    """A model's generate config and arguments as stored in an identity (scalars only, no
+    credential)."""
+    dumped = config.model_dump(exclude_none=True) if config is not None else {}
+    return {"config": dumped, "args": {
+        k: v for k, v in (args or {}).items() if isinstance(v, str | int | float | bool)
+        and not any(word in k.lower() for word in _SECRET_WORDS)}}
+
+
+def _graders(path: Path, log: Any) -> dict[str, dict[str, Any]]:
+    """The identity of each kind of scorer: ``judge`` (the task's judge: inspect's ``grader``
+    role, else the evaluated model grading itself, with its settings and the judge style) and
+    ``other`` (any other scorer: the grader role when the log has one, else none)."""
+    roles = log.eval.model_roles or {}
+    role = roles.get("grader")
+    if isinstance(role, list):
+        raise DataFileError(path, "the log names several grader models: a score has one "
+                            "grader; run one grader a log")
+    style = (log.eval.task_args or {}).get("judge")
+    if role is not None:
+        grader = {"grader": str(role.model), **_settings(role.config, role.args)}
+        return {"judge": {**grader, "style": style}, "other": grader}
+    itself = {"grader": str(log.eval.model),
+              **_settings(log.eval.model_generate_config, log.eval.model_args)}
+    return {"judge": {**itself, "style": style}, "other": {}}
+
+
+def _read_sample(path: Path, run: HarnessRun, sample: Any, partial: bool,
+                 graders: dict[str, dict[str, Any]]) -> None:
     parsed = parse_item_id(sample.id)
     if parsed is None:
         raise DataFileError(path, f"sample {str(sample.id)!r} names no ELITR-Bench question "
@@ -114,16 +189,19 @@ def _read_sample(path: Path, run: HarnessRun, sample: Any, partial: bool) -> Non
     run.answers += [HarnessAnswer(meeting, n, text, str(sample.id))
                     for n, text in zip(numbers, texts, strict=False)]
     for name, score in (sample.scores or {}).items():
-        _read_score(run, name, score, meeting, numbers)
+        _read_score(run, name, score, meeting, numbers, sample.id,
+                    graders["judge" if name == JUDGE_SCORER else "other"])
 
 
 def _numbers(path: Path, sample: Any) -> list[int]:
-    numbers = (sample.metadata or {}).get("questions")
-    if not isinstance(numbers, list) or not numbers or not all(
-            isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+    listed = (sample.metadata or {}).get("questions")
+    numbers = [id_number(n) for n in listed] if isinstance(listed, list) else []
+    if not numbers or None in numbers:
         raise DataFileError(path, f"multi-turn sample {sample.id} lists no question numbers "
                             "in its metadata 'questions'")
-    return numbers
+    refuse_duplicates(((n, f"turn {i}") for i, n in enumerate(numbers, 1)), path=path,
+                      describe=lambda n: f"multi-turn sample {sample.id}: question {n}")
+    return [n for n in numbers if n is not None]
 
 
 def _why(sample: Any) -> str:
@@ -134,15 +212,22 @@ def _why(sample: Any) -> str:
 
 
 def _read_score(run: HarnessRun, name: str, score: Any, meeting: str,
-                numbers: list[int]) -> None:
-    """A scorer's score: per question from the task judge's ``metadata["scores"]``, else the
-    sample's value for its one question (``harness.add_scores`` checks them)."""
+                numbers: list[int], sample_id: object, identity: dict[str, Any]) -> None:
+    """A scorer's score: per question from the task judge's ``metadata["scores"]`` (keys: the
+    numbers of the sample's questions in ASCII digits), else the sample's value for its one
+    question (``harness.add_scores`` checks them)."""
     per_question = (score.metadata or {}).get("scores")
     if isinstance(per_question, dict):
-        values = [(meeting, int(k), v) for k, v in per_question.items()
-                  if str(k).isdigit() and int(k) in numbers]
+        values = []
+        for key, value in per_question.items():
+            number = id_number(key)
+            if number is None or number not in numbers:
+                raise DataFileError(run.source, f"sample {sample_id}: scorer {name} scores "
+                                    f"question {key!r}, which is not one of the sample's "
+                                    "questions (numbers in ASCII digits): the log is damaged")
+            values.append((meeting, number, value))
     elif len(numbers) == 1:
         values = [(meeting, numbers[0], score.value)]
     else:
         values = []
-    add_scores(run, name, "llm" if name == JUDGE_SCORER else "metric", values)
+    add_scores(run, name, "llm" if name == JUDGE_SCORER else "metric", values, identity)

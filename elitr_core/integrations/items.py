@@ -16,12 +16,13 @@ from typing import Any
 from sqlmodel import Session
 
 from elitr_core.backends.base import Message
+from elitr_core.data.strict import id_number
 from elitr_core.errors import UserError
 from elitr_core.generation.spec import GenerationSpec, load_work
 from elitr_core.prompts.assembly import multi_turn_plan, single_turn_messages
 
 #: The single-turn and multi-turn ids: ``MEETING/qN`` and ``MEETING/mt``.
-_ID = re.compile(r"^(?P<meeting>[^/]+)/(?:q(?P<number>\d{1,9})|(?P<mt>mt))$")
+_ID = re.compile(r"^(?P<meeting>[^/]+)/(?:q(?P<number>[^/]+)|(?P<mt>mt))$")
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,16 @@ def item_id(meeting: str, number: int | None) -> str:
 
 def parse_item_id(value: object) -> tuple[str, int | None] | None:
     """``(meeting, number)`` of an item id (number None for ``MEETING/mt``); None when the
-    value is not an ELITR-Bench item id."""
+    value is not an ELITR-Bench item id, the number included: ASCII digits written as
+    :func:`item_id` writes them (``q3``; never ``q03``, ``q３`` or ``q٣``, which would make a
+    second spelling of one question: ``data.strict.id_number``)."""
     match = _ID.match(str(value))
     if match is None:
         return None
-    return match["meeting"], None if match["mt"] else int(match["number"])
+    if match["mt"]:
+        return match["meeting"], None
+    number = id_number(match["number"])
+    return None if number is None else (match["meeting"], number)
 
 
 def benchmark_items(session: Session, *, split: str, setting: str, mode: str,

@@ -5,22 +5,24 @@ model, its arguments, lm_eval's version) and ``samples_<task>_<time>.jsonl``: on
 per question (``doc_id``, ``doc``: the row of ``export benchmark --format jsonl``, ``resps``,
 ``filtered_resps``, the metrics' values). The answer stored is ``filtered_resps[0]``, the
 string lm_eval scored. lm_eval has no reader of these files, and reading them needs no part of
-it: each line is plain JSON (``json.loads``), so importing them does not need lm_eval installed.
+it: each line is plain JSON, so importing them does not need lm_eval installed. Both files are
+read by the no-last-wins rules of ``data.strict`` (a JSON key twice, NaN or Infinity, a
+question twice under two spellings of its id: refused).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from elitr_core.data.strict import loads, refuse_duplicates
 from elitr_core.errors import DataFileError
 from elitr_core.integrations.harness import HarnessAnswer, HarnessRun, add_scores
 from elitr_core.integrations.items import parse_item_id
 
 TASK_NAME = "elitr_bench"
-_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<time>\d{4}-\d\d-\d\dT[\d.-]+)\.jsonl$")
+_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<time>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9.-]+)\.jsonl$")
 _KEY = ("split", "setting", "mode", "language")
 
 
@@ -38,7 +40,7 @@ def read_lm_eval_samples(path: Path) -> HarnessRun:
                      config=_config(path, results), split=str(first.get("split")),
                      setting=str(first.get("setting")), mode=str(first.get("mode")),
                      language=str(first.get("language")))
-    seen: set[str] = set()
+    seen: list[tuple[tuple[str, int | None], str]] = []
     metrics: dict[str, list[tuple[str, int, Any]]] = {}
     for number, line in enumerate(lines, 1):
         doc = line["doc"]
@@ -46,10 +48,10 @@ def read_lm_eval_samples(path: Path) -> HarnessRun:
         if parsed is None or parsed[1] is None:
             raise DataFileError(path, f"line {number}: doc id {doc.get('id')!r} names no "
                                 "ELITR-Bench question (MEETING/qN)")
-        if any(str(doc.get(k)) != str(first.get(k)) for k in _KEY) or doc["id"] in seen:
-            raise DataFileError(path, f"line {number}: {doc['id']} repeats a question or "
-                                "differs from line 1 in split, setting, mode or language")
-        seen.add(doc["id"])
+        if any(str(doc.get(k)) != str(first.get(k)) for k in _KEY):
+            raise DataFileError(path, f"line {number}: {doc['id']} differs from line 1 in "
+                                "split, setting, mode or language")
+        seen.append((parsed, f"line {number}"))
         answer = line.get("filtered_resps")
         if not isinstance(answer, list) or not answer or not isinstance(answer[0], str):
             raise DataFileError(path, f"line {number}: filtered_resps is not a list of "
@@ -58,6 +60,8 @@ def read_lm_eval_samples(path: Path) -> HarnessRun:
         run.answers.append(HarnessAnswer(meeting, question, answer[0], str(doc["id"])))
         for metric in line.get("metrics") or []:
             metrics.setdefault(str(metric), []).append((meeting, question, line.get(metric)))
+    refuse_duplicates(seen, path=path, describe=lambda key: f"meeting {key[0]} question "
+                      f"{key[1]}")
     for metric, values in metrics.items():
         add_scores(run, metric, "metric", values)
     return run
@@ -75,11 +79,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     for number, text in enumerate(content.splitlines(), 1):
         if not text.strip():
             continue
-        try:
-            line = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataFileError(path, f"line {number} is not JSON ({exc.msg}): the file is "
-                                "damaged or cut short") from None
+        line = loads(text, where=f"{path}: line {number}")
         if not isinstance(line, dict) or not isinstance(line.get("doc"), dict):
             raise DataFileError(path, f"line {number} has no doc: not an lm_eval samples line")
         out.append(line)
@@ -91,11 +91,11 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 def _results(path: Path, time: str) -> dict[str, Any]:
     results = path.with_name(f"results_{time}.json")
     try:
-        data = json.loads(results.read_text(encoding="utf-8"))
+        data = loads(results.read_bytes(), where=results)
     except FileNotFoundError:
         raise DataFileError(path, f"{results.name}, which names the model, is not beside it: "
                             "import the samples from the folder lm_eval wrote") from None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise DataFileError(path, f"{results.name} cannot be read ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
         raise DataFileError(path, f"{results.name} is not an lm_eval results file")

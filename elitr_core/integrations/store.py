@@ -19,7 +19,7 @@ from db import benchmark as bq
 from db import keyed
 from db import responses as pq
 from db import runs as rq
-from db.evaluators import upsert_evaluator
+from db.evaluators import OtherSetup, evaluator_for
 from db.models import NO_SEED, Meeting, Response, Run
 from db.scores import SCORE_KEY, score_row, upsert_scores
 from elitr_core.data import records
@@ -27,9 +27,10 @@ from elitr_core.data.credentials import without_credentials
 from elitr_core.data.model_text import storable_row
 from elitr_core.data.overwrite import Guard, guard_scores, refuse_other_split
 from elitr_core.data.report import ImportReport
-from elitr_core.errors import DataFileError
-from elitr_core.integrations.harness import BACKENDS, HarnessRun
-from elitr_core.vocab import LANGUAGES, MODES, SETTINGS, SPLITS
+from elitr_core.data.strict import refuse_duplicates, refuse_non_finite
+from elitr_core.errors import DataFileError, UserError
+from elitr_core.integrations.harness import BACKENDS, HarnessRun, evaluator_slug
+from elitr_core.vocab import LANGUAGES, MODES, REFUSED_PAIRS, SETTINGS, SPLITS
 
 _RUN_KEY = ["model", "setting", "mode", "split", "seed", "variant", "language"]
 
@@ -72,6 +73,10 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
                       guard: Guard, *, variant: str = "") -> int:
     """Store one run (of ``variant``) with its answers and scores; its run id."""
     model, variant = _checked_key(run, variant)
+    refuse_duplicates((((a.meeting, a.number), f"sample {a.sample}") for a in run.answers),
+                      path=run.source, describe=lambda key: f"the answer to meeting {key[0]} "
+                      f"question {key[1]}")
+    refuse_non_finite(run.config, path=run.source, what="the run's config")
     questions = _question_ids(session, run)
     config = without_credentials(run.config)  # api_key, token=hf_..., a DSN's password
     row = {"model": model, "setting": run.setting, "mode": run.mode, "split": run.split,
@@ -102,7 +107,7 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
                         columns=["text"])
     keyed.upsert(session=session, table=Response, rows=list(rows.values()),
                  keys=["run_id", "question_id"], update=["text", "meta"])
-    _store_scores(session, run, run_id, questions, guard, report)
+    _store_scores(session, run, run_id, questions, guard, report, variant)
     report.counts["runs"] += 1
     report.counts["responses"] += len(rows)
     return run_id
@@ -151,6 +156,10 @@ def _checked_key(run: HarnessRun, variant: str) -> tuple[str, str]:
         if value not in allowed:
             raise DataFileError(run.source, f"{name} {value!r} is not one of "
                                 f"{', '.join(allowed)}")
+    refused = REFUSED_PAIRS.get((run.setting, run.mode))
+    if refused is not None:
+        raise DataFileError(run.source, f"a {run.setting}-{run.mode} run: {refused}, so "
+                            "generate refuses it and so does import")
     checked = records.validate(records.RUN, {"model": run.model, "seed": 0, "variant": variant},
                                path=run.source, labels={"model": "model name"})
     return str(checked["model"]), str(checked["variant"])
@@ -178,17 +187,35 @@ def _question_ids(session: Session, run: HarnessRun) -> dict[tuple[str, int], in
 
 def _store_scores(session: Session, run: HarnessRun, run_id: int,
                   questions: dict[tuple[str, int], int], guard: Guard,
-                  report: ImportReport) -> None:
-    """The scorers' scores as evaluators' scores of the run's responses."""
+                  report: ImportReport, variant: str) -> None:
+    """The scorers' scores as evaluators' scores of the run's responses; a scorer whose
+    evaluator holds another setup's scores is refused, or with ``variant`` gets its own
+    evaluator ``<slug>~<variant>``."""
     response_ids = pq.response_ids(session=session,
                                    pairs=[(run_id, qid) for qid in questions.values()])
     rows, names = [], []
     for name, values in run.scores.items():
-        slug = records.validate(records.EVALUATOR_SLUG, name, path=run.source,
-                                what="scorer name")
+        identity = run.identities[name]
+        slug = records.validate(records.EVALUATOR_SLUG, evaluator_slug(run.backend, name,
+                                                                       identity),
+                                path=run.source, what=f"the evaluator of scorer {name}")
+        refuse_non_finite(identity, path=run.source, what=f"scorer {name}'s grader settings")
         kind, description = run.evaluators[name]
-        evaluator = upsert_evaluator(session=session, slug=slug, kind=kind,
-                                     description=description[:512])
+        try:
+            try:
+                evaluator = evaluator_for(session=session, slug=slug, kind=kind,
+                                          source=run.backend, description=description[:512],
+                                          identity=identity)
+            except OtherSetup:
+                if not variant:
+                    raise
+                slug = records.validate(records.EVALUATOR_SLUG, f"{slug}~{variant}",
+                                        path=run.source, what=f"the evaluator of {name}")
+                evaluator = evaluator_for(session=session, slug=slug, kind=kind,
+                                          source=run.backend, description=description[:512],
+                                          identity=identity)
+        except UserError as exc:
+            raise DataFileError(run.source, str(exc)) from None
         for meeting, number, value in values:
             response = response_ids[(run_id, questions[(meeting, number)])]
             rows.append(score_row(response_id=response, evaluator_id=evaluator,

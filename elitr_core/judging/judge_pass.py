@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from sqlmodel import Session
 
-from db.evaluators import evaluator_by_id, upsert_evaluator
+from db.evaluators import evaluator_by_id, evaluator_for
 from db.keyed import save
 from db.models import Evaluator
 from elitr_core.backends.base import Backend
@@ -99,8 +99,8 @@ def evaluator_of(session: Session, spec: JudgePassSpec, *, kind: str,
     """The id and row of the evaluator named by ``spec.evaluator``, created (of ``kind``,
     with ``description``) when there is none yet; the pass checks it is its judge, then
     :func:`open_pass`."""
-    evaluator_id = upsert_evaluator(session=session, slug=spec.evaluator, kind=kind,
-                                    description=description)
+    evaluator_id = evaluator_for(session=session, slug=spec.evaluator, kind=kind,
+                                 source="judge", description=description)
     evaluator = evaluator_by_id(session=session, evaluator_id=evaluator_id)
     assert evaluator is not None
     return evaluator_id, evaluator

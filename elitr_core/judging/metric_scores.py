@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from sqlmodel import Session
 
-from db.evaluators import upsert_evaluator
+from db.evaluators import evaluator_for
 from db.responses import responses_without_score
 from db.runs import ScoreFilter
 from db.scores import score_row, upsert_scores
@@ -42,8 +42,8 @@ def compute_metrics(
     flt = flt or ScoreFilter()
     computed: dict[str, int] = {}
     for slug in slugs:
-        evaluator_id = upsert_evaluator(session=session, slug=slug, kind="metric",
-                                        description=DESCRIPTIONS.get(slug, ""))
+        evaluator_id = evaluator_for(session=session, slug=slug, kind="metric",
+                                     source="metric", description=DESCRIPTIONS.get(slug, ""))
         todo = responses_without_score(session, evaluator_id, flt)
         upsert_scores(session=session, rows=[
             score_row(response_id=rid, evaluator_id=evaluator_id,

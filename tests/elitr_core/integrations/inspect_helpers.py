@@ -36,8 +36,9 @@ def reply(messages: list[Any], tools: Any, tool_choice: Any, config: Any) -> Any
 
 
 def run_task(url: str, log_dir: Path, *, mode: str, judge: str | None = "gpt4",
-             **task_args: Any) -> Path:
-    """The log of one real ``inspect_ai.eval`` of the shipped task on the two test2 meetings."""
+             grader: str | None = None, **task_args: Any) -> Path:
+    """The log of one real ``inspect_ai.eval`` of the shipped task on the two test2 meetings
+    (its judge graded by the mock model ``grader`` in inspect's grader role, if given)."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
 
@@ -45,9 +46,11 @@ def run_task(url: str, log_dir: Path, *, mode: str, judge: str | None = "gpt4",
     args = {"split": "test2", "setting": "qa", "mode": mode, "meetings": ",".join(MEETINGS),
             "db": url, "judge": judge, **task_args}
     # (inspect's loader takes a path relative to the working folder, as typed on its CLI)
+    roles = {"grader": get_model(grader, custom_outputs=reply, memoize=False)} if grader \
+        else None
     logs = inspect_eval(os.path.relpath(TASK_FILE), task_args=args,
                         model=get_model(MODEL, custom_outputs=reply, memoize=False),
-                        log_dir=str(log_dir), display="none")
+                        model_roles=roles, log_dir=str(log_dir), display="none")
     assert logs[0].status == "success", logs[0].error
     return Path(str(logs[0].location).removeprefix("file://"))
 

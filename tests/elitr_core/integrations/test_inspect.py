@@ -24,6 +24,8 @@ from tests.elitr_core.run_helpers import MEETINGS, rows
 
 pytest.importorskip("inspect_ai")
 ROOT = Path(__file__).resolve().parents[3]
+#: The task's judge, graded by the evaluated model itself, in inspect's namespace.
+JUDGE = f"inspect:elitr_judge:{MODEL}"
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +75,10 @@ def test_logs_import_as_runs_on_the_leaderboard_and_judgeable(
     assert config["inspect_version"] and config["task_args"]["mode"] == "mt"
     assert "db" not in config["task_args"]  # a database URL may hold a password
 
-    assert main(["export", "leaderboard", "--evaluator", "elitr_judge", "--db", url]) == 0
+    assert main(["export", "leaderboard", "--evaluator", JUDGE, "--db", url]) == 0
     board = capsys.readouterr().out
-    assert f"{MODEL},qa,st,test2,elitr_judge,28" in board
-    assert f"{MODEL},qa,mt,test2,elitr_judge,28" in board
+    assert f"{MODEL},qa,st,test2,{JUDGE},28" in board
+    assert f"{MODEL},qa,mt,test2,{JUDGE},28" in board
     assert main(["judge", "--judge-model", "demo", "--backend", "fake", "--style", "gpt4",
                  "--evaluator", "fake-judge", "--model", MODEL, "--split", "test2",
                  "--db", url]) == 0
@@ -114,7 +116,9 @@ BROKEN = {
         log.eval, "task_registry_name", "gsm8k"), "a log of task 'gsm8k'"),
     "a sample of another dataset": (lambda log: _set(log.samples[0], "id", 17),
                                     "sample '17' names no ELITR-Bench question"),
-    "an unknown question": (lambda log: _set(log.samples[0], "id", "meeting_en_test2_001/q99"),
+    # (its judge's score keyed by question 99 too: a key naming no question asked is refused)
+    "an unknown question": (lambda log: _set(log.samples[0], "id", "meeting_en_test2_001/q99")
+                            or _set(log.samples[0], "scores", {}),
                             "question 99, which is not an ELITR-Bench question"),
     "an unknown meeting": (lambda log: _set(log.samples[0], "id", "meeting_en_test2_404/q1"),
                            "meeting 'meeting_en_test2_404' question 1"),
@@ -197,9 +201,9 @@ def test_an_imported_log_is_on_the_leaderboard_page(
 
     assert main(["import", str(logs["st"]), "--db", bundled_sqlite]) == 0
     values = [v for (v,) in rows(bundled_sqlite, "SELECT s.value FROM score s JOIN evaluator e "
-                                 "ON e.id = s.evaluator_id WHERE e.slug = 'elitr_judge'")]
+                                 "ON e.id = s.evaluator_id WHERE e.slug = :j", j=JUDGE)]
     app = open_page(bundled_sqlite, monkeypatch, "leaderboard")
-    set_filters(app, split="test2", evaluators=["elitr_judge"])
+    set_filters(app, split="test2", evaluators=[JUDGE])
     assert not app.exception and messages(app)["error"] == []
     table = app.dataframe[0].value
     assert list(table.index) == [MODEL]

@@ -118,7 +118,7 @@ def test_broken_samples_are_refused_and_nothing_written(
         "another setting": (lambda line, i: _with(line, i, setting="conv"), True,
                             "differs from line 1"),
         "cut short": (lambda line, i: json.dumps(line)[:50] if i == 1 else json.dumps(line),
-                      True, "line 2 is not JSON"),
+                      True, "line 2: malformed JSON"),
     }
     before = snapshot(url)
     for case, (edit, results, expected) in cases.items():

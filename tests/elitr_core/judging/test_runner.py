@@ -180,7 +180,8 @@ def test_judge_identity_and_imported_evaluators_are_protected(bundled_sqlite: st
     with pytest.raises(UserError, match="choose another --evaluator"):
         judge_run(engine, spec(models=("GPT-4",), evaluator="fake-j", style="prometheus"),
                   FakeBackend())
-    with pytest.raises(UserError, match="imported or human scores"):
+    with pytest.raises(UserError, match="holds the ELITR-Bench release.s human scores: a "
+                       "judge pass.s llm scores never go under it"):
         judge_run(engine, spec(evaluator="gold-human"), FakeBackend())
     with pytest.raises(UserError, match="no stored response matches"):
         judge_run(engine, spec(models=("no-such-model",), evaluator="x"), FakeBackend())

@@ -135,7 +135,8 @@ def _set(path: str, value: Any) -> Callable[[Any], None]:
         *parents, last = path.split(".")
         obj = log
         for part in parents:
-            obj = obj[int(part)] if part.isdecimal() else getattr(obj, part)
+            obj = obj[int(part)] if part.isdecimal() else obj[part] if isinstance(
+                obj, dict) else getattr(obj, part)
         if last.isdecimal():
             obj[int(last)] = value
         else:
@@ -292,13 +293,18 @@ CASES: list[Case] = [
     Case("inspect scorer named like an lm-eval metric",
          _inspect("st", _rename_scorer("lm-eval:acc")),
          evaluators={"inspect:lm-eval:acc": ("metric", "inspect")}),
-    Case("inspect judge with other grader settings than the stored one",
-         _inspect("st", _set("eval.model_generate_config.temperature", 0.7)),
-         refused=f"evaluator '{SELF_GRADED}' was made by another setup (config differ",
-         setup=lambda inputs: [["import", str(inputs.logs["st"])]]),
+    Case("inspect grader with other settings than the stored one",
+         _inspect("graded", _set("eval.model_roles.grader.config.temperature", 0.7)),
+         refused=f"evaluator '{GRADED}' was made by another setup (config differ",
+         setup=lambda inputs: [["import", str(inputs.logs["graded"])]]),
+    Case("inspect grader with other settings, as a variant",
+         _inspect("graded", _set("eval.model_roles.grader.config.temperature", 0.7),
+                  extra=("--variant", "warm")),
+         evaluators={f"{GRADED}~warm": ("llm", "inspect")},
+         setup=lambda inputs: [["import", str(inputs.logs["graded"])]]),
     # (in inspect's JSON format: its .eval names a sample's ZIP member by the id, so one id
     # twice is one member twice, the case below)
-    Case("inspect judge with other grader settings, as a variant",
+    Case("inspect self-graded judge of another setup, as a variant",
          _inspect("st", _set("eval.model_generate_config.temperature", 0.7),
                   extra=("--variant", "warm")),
          evaluators={f"{SELF_GRADED}~warm": ("llm", "inspect")},

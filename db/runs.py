@@ -139,12 +139,17 @@ def upsert_run(*, session: Session, key: dict[str, Any], values: dict[str, Any])
 
 
 def run_ids(session: Session) -> dict[tuple[str, str, str, str, int], int]:
-    """Map (model, setting, mode, split, seed) -> id of the runs a scores CSV can name (the
-    English runs without a variant, as :func:`run_id` finds them)."""
-    table = Run.__table__  # type: ignore[attr-defined]
-    stmt = sa_select(table.c.model, table.c.setting, table.c.mode, table.c.split, table.c.seed,
-                     table.c.id).where(table.c.variant == "", table.c.language == "en")
-    return {tuple(row[:5]): row[5] for row in session.execute(stmt)}  # type: ignore[misc]
+    """Map (model, setting, mode, split, seed) -> id of the runs a scores CSV can name: the
+    English runs, ``model`` as ``export scores`` writes it (:func:`run_label`: ``M`` for a run
+    without a variant, ``M (16k)`` for an interleaved run at a 16k span, ``M (bm25)``), so the
+    CLI's own export reads back. A run without a variant wins a label two runs share."""
+    stmt = sa_select(run_label().label("label"), col(Run.setting), col(Run.mode),
+                     col(Run.split), col(Run.seed), col(Run.id)).where(
+        col(Run.language) == "en").order_by((col(Run.variant) == "").desc(), col(Run.id))
+    found: dict[tuple[str, str, str, str, int], int] = {}
+    for row in session.execute(stmt):
+        found.setdefault(tuple(row[:5]), row[5])  # type: ignore[arg-type]
+    return found
 
 
 def run_list(*, session: Session, include_imported: bool = False) -> list[Run]:

@@ -54,6 +54,7 @@ from elitr_core.data.fields import (
 from elitr_core.errors import DataFileError, UserError
 from elitr_core.vocab import (
     ANSWER_POSITIONS,
+    INTERLEAVED_MODES,
     MODES,
     QUESTION_TYPES,
     SETTINGS,
@@ -124,7 +125,7 @@ class ScoreRowIn(TypedDict):
     question_id: QuestionNumber
     split: Annotated[str, BeforeValidator(choice(SPLITS))]
     setting: Annotated[str, BeforeValidator(choice(SETTINGS))]
-    mode: Annotated[str, BeforeValidator(choice(MODES))]
+    mode: Annotated[str, BeforeValidator(choice((*MODES, *INTERLEAVED_MODES)))]
     model: Annotated[str, length_of(models.Run, "model"), CSV_NAME]
     evaluator: Annotated[str, length_of(models.Evaluator, "slug"), CSV_NAME]
     score: Score

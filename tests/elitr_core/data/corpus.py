@@ -400,7 +400,7 @@ for column, value, expected in [
     ("annotator", "ann\u2066", "U+2066"), ("annotator", "a" * 129, "more than the 128"),
     ("annotator", "ann\x00", "U+0000"), ("meeting", "meeting_en\u00a0dev_001", "U+00A0"),
     ("split", "train", "not one of dev, test2"), ("setting", "QA", "not one of qa, conv"),
-    ("mode", "both", "not one of st, mt"), ("question_type", "why", "not one of who"),
+    ("mode", "both", "not one of st, mt, int2, int3"), ("question_type", "why", "not one of who"),
     ("answer_position", "Z", "not one of B"), ("model", "GPT\ud800", "not UTF-8"),
 ]:
     case(f"scores CSV {column} {value[:20]!r}", {SCORES_CSV: csv_file(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -79,3 +80,36 @@ def test_exports_equal_the_statistics_on_the_cli_scores(
     # the run filter takes an interleaved mode: the span table reads only those runs anyway
     assert export(capsys, "interleaving-span", judged, "--mode", "int2") == export(
         capsys, "interleaving-span", judged)
+
+
+def test_the_cli_scores_export_of_an_interleaved_run_reads_back(
+        bundled_db: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``export scores`` names an interleaved run ``demo (3k)``, mode int2; ``import`` of that
+    file was refused ("mode 'int2' is not one of st, mt"). It reads back now: the same
+    scores, nothing changed, the same export, on SQLite and PostgreSQL."""
+    url = bundled_db
+    set_transcripts(url, FOUR)
+    assert main(["generate", "--backend", "fake", "--model", "demo", "--split", "test2",
+                 "--meetings", ",".join(FOUR), "--setting", "conv", "--interleave", "2",
+                 "--span", "3000", "--db", url]) == 0
+    assert main(["judge", "--backend", "fake", "--judge-model", "fj", "--style", "gpt4",
+                 "--evaluator", "fake-judge", "--model", "demo", "--db", url]) == 0
+    capsys.readouterr()
+    exported = tmp_path / "scores.csv"
+    assert main(["export", "scores", "--db", url, "--model", "demo (3k)",
+                 "--out", str(exported)]) == 0
+    assert "int2" in exported.read_text() and "demo (3k)" in exported.read_text()
+    (before,), = rows(url, "SELECT COUNT(*) FROM score")
+    assert main(["import", str(exported), "--db", url]) == 0
+    assert "60 scores" in capsys.readouterr().out
+    assert rows(url, "SELECT COUNT(*) FROM score") == [(before,)]
+    again = tmp_path / "again.csv"
+    assert main(["export", "scores", "--db", url, "--model", "demo (3k)",
+                 "--out", str(again)]) == 0
+    assert again.read_text() == exported.read_text()
+    changed = exported.read_text().replace(",fake-judge,,0,", ",fake-judge-copy,,0,")
+    (tmp_path / "copy.csv").write_text(changed)
+    assert main(["import", str(tmp_path / "copy.csv"), "--db", url]) == 0
+    (copied,), = rows(url, "SELECT COUNT(*) FROM score s JOIN evaluator e ON "
+                           "e.id = s.evaluator_id WHERE e.slug = 'fake-judge-copy'")
+    assert copied == 60

@@ -126,3 +126,60 @@ def test_a_study_stops_admitting_at_its_target(bundled_db: str,
     assert after.loc[after["target"].isin(list(wanted)), "reached"].all()
     before = study_monitor(obs.iloc[:answers - 4], pop, wanted, expected=False)
     assert not before.loc[before["target"].isin(list(wanted)), "reached"].all()
+
+
+def test_an_active_study_weights_each_score_by_its_stored_probability(
+        bundled_db: str, capsys: pytest.CaptureFixture) -> None:
+    """Active selection: the population stored at creation is the candidates' probabilities
+    (recomputed here by selection.candidate_probabilities), and the exported human sequence
+    is betting_cs on y * sum(pi) / (N pi) within the weights' bounds."""
+    from elitr_core.annotation.selection import candidate_probabilities
+    from elitr_core.stats.confseq import ipw_bounds
+
+    assert main(["study", "create", "--db", bundled_db, "--name", "act", "--pool", "gold",
+                 "--per-item", "1", "--assignment", "random", "--batch", "8", *CLI,
+                 "--sample", "60", "--selection", "active", "--seed", "2",
+                 "--stop-when", "half-width <= 1"]) == 0
+    _score_until_refused_or(bundled_db, "act", participants=3)
+    engine = open_database(bundled_db)
+    with reading(engine) as session:
+        from db import studies as sq
+
+        study = sq.study_by_name(session=session, name="act")
+        assert study is not None
+        rows = sq.candidate_responses(session=session, **FILTERS)
+        pi = candidate_probabilities(session, rows, sample=60, selection="active",
+                                     judge="gpt-4")
+        scored = sq.scores_in_order(session=session, study_id=study.id,
+                                    evaluator_id=study.evaluator_id)
+    stored = {p["model"]: p for p in study.filters["population"]}
+    capsys.readouterr()
+    assert main(["export", "study-monitor-sequences", "--db", bundled_db, "--human",
+                 "gold-human:act"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    for model in MODELS:
+        mine = np.array([p for p, r in zip(pi, rows, strict=True) if r["model"] == model])
+        assert stored[model]["responses"] == mine.size
+        assert stored[model]["pi_sum"] == pytest.approx(mine.sum(), rel=1e-12)
+        assert stored[model]["judge_mean"] is not None
+        got = [r for r in scored if r["model"] == model]
+        y = np.array([r["value"] for r in got]) * mine.sum() / (
+            mine.size * np.array([r["probability"] for r in got]))
+        lo, hi = betting_cs(y, *ipw_bounds(1, 10, mine.min(), mine.max(), mine.sum(),
+                                           mine.size))
+        seq = table[(table["model"] == model) & (table["target"] == "human")]
+        assert len(seq) == y.size > 0
+        assert np.allclose(seq["cs_low"], lo, atol=1e-6)
+        assert np.allclose(seq["estimate"], np.cumsum(y) / np.arange(1, y.size + 1))
+
+
+def _score_until_refused_or(url: str, study: str, *, participants: int) -> None:
+    """``participants`` annotators each score their whole batch (values 2..9 in turn)."""
+    engine = open_database(url)
+    for i in range(participants):
+        with writing(engine) as session:
+            token, _ = add_study_annotator(session, f"p{i}", study)
+        entry = enter_with_token(engine, token, study)
+        view = queue_view(engine, entry)
+        while view.first_open is not None:
+            view = submit(engine, entry, view.first_open, 2 + view.answered % 8)

@@ -2,7 +2,11 @@
 browser), on SQLite and PostgreSQL (issue 31, "Done when"): keys pressed 0.05-0.3 s apart
 across an item change never score an item that was not on screen; a Prolific join of a gold
 study is refused; invented participants from one address get no more than the study's
-per-address limit; a lapsed lease hands the task to the next participant."""
+per-address limit; a lapsed lease hands the task to the next participant. And one annotator's
+path through the page (folded in from tests/test_streamlit_ws.py, which started a server of its
+own for it, issue 38): a token link logs in, the tour closes, Submit before a digit is told to
+pick first, a digit and Submit store a score and show the next item, a comment is stored with its
+answer and shown again on the way back, and no model is named."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from elitr_core.annotation.admin import add_annotator
 from elitr_core.annotation.studies import StudySpec, create_study
 from elitr_core.data.database import open_database
 from tests.browser.conftest import running_server
-from tests.elitr_core.annotation_data import build
+from tests.elitr_core.annotation_data import MODELS, build
 from tests.streamlit_ws import Session
 
 PARTICIPANTS = 5  # at once, each with its own task of 12 items: 55 trials per database
@@ -99,6 +103,43 @@ async def _stale_keys(server: str, url: str, name: str, token: str, seed: int) -
     return trials
 
 
+async def _score_two(server: str, token: str) -> list[str]:
+    """One annotator: the tour, Submit before a digit, two items scored (the second with a
+    comment), then back to the second one: its score and comment shown again."""
+    async with await Session.open(server, query=f"token={token}&study=crowd") as s:
+        assert "Scoring with the keyboard" in s.page.text()  # the first visit's walkthrough
+        page = await s.click("annotate-tour-done")
+        assert "Item 1 of 12 · Question" in page.text() and not page.exceptions
+        assert "No score picked yet." in page.text()
+        page = await s.click("annotate-submit")  # Enter before a digit: told to pick first
+        assert "Pick a score from 1 to 10 first" in page.text()
+        page = await s.click("annotate-pick-7")  # the pick clears that message
+        assert "Your score: 7" in page.text() and "Pick a score" not in page.text()
+        assert page.widget("annotate-pick-7").proto.type == "primary"
+        page = await s.click("annotate-submit")
+        seen = [page.text()]
+        page = await s.set_value("annotate-comment-1", "too long")
+        await s.click("annotate-pick-10")
+        page = await s.click("annotate-submit")
+        seen.append(page.text())
+        page = await s.click("annotate-back")  # item 2 again: its answer and comment
+        assert "Item 2 of 12 · Question" in page.text()
+        assert page.widget("annotate-pick-10").proto.type == "primary"
+        comment = page.widget("annotate-comment-1").proto
+        assert (comment.value if comment.set_value else comment.default) == "too long"
+        return seen
+
+
+def _one_annotator(server: str, url: str) -> None:
+    with writing(open_database(url)) as session:
+        token = add_annotator(session, "ws-client", "silver")
+    after_first, after_second = asyncio.run(_score_two(server, token))
+    assert "Item 2 of 12 · Question" in after_first and "1 of 12 items scored" in after_first
+    assert "Item 3 of 12 · Question" in after_second and "2 of 12 items scored" in after_second
+    assert not any(model in after_first + after_second for model in MODELS)
+    assert _scores_by_position(url, "ws-client") == {0: 7.0, 1: 10.0}
+
+
 async def _crowd(server: str, url: str, tokens: dict[str, str]) -> int:
     done = await asyncio.gather(*(_stale_keys(server, url, name, token, seed)
                                   for seed, (name, token) in enumerate(tokens.items())))
@@ -107,6 +148,7 @@ async def _crowd(server: str, url: str, tokens: dict[str, str]) -> int:
 
 def test_keys_pressed_across_an_item_change_never_score_an_unseen_item(
         server: str, crowd_db: str) -> None:
+    _one_annotator(server, crowd_db)  # first, alone: the page's path for one annotator
     with writing(open_database(crowd_db)) as session:
         tokens = {f"p{i}": add_annotator(session, f"p{i}", "silver")
                   for i in range(PARTICIPANTS)}

@@ -84,7 +84,7 @@ def populations(df: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
 def plans(df: pd.DataFrame, model: str, pool: str, judge: str,
           half_width: float) -> tuple[float, float]:
     """The budget planner's fixed n (human-only, PPI++) for one model's population."""
-    from elitr_core.stats.ppi import budget_plan
+    from elitr_core.stats.budget import budget_plan
 
     mine = df[(df["model"] == model) & df["evaluator"].isin([pool, judge])]
     row = budget_plan(mine, judge, pool, half_width).iloc[0]
@@ -115,7 +115,9 @@ def stops(values: np.ndarray, low: float, high: float) -> dict[float, tuple[floa
     out = {}
     for w in TARGETS:
         at = stopping_time(values, low, high, w)
-        out[w] = (float(np.quantile(at, 0.5)), float(np.quantile(at, 0.9)))
+        # "higher": a median between two studies that never stopped is inf, not nan
+        out[w] = (float(np.quantile(at, 0.5, method="higher")),
+                  float(np.quantile(at, 0.9, method="higher")))
     return out
 
 

@@ -67,8 +67,8 @@ KEYS = {"ppi": ("split", "setting", "mode", "model", "n_labelled", "judge_mean",
                 "human_ci_low", "ppipp_mean", "ppipp_ci_low"),
         "ppi-active": ("split", "setting", "mode", "model", "n_labelled", "n_drawn_unscored",
                        "judge_mean", "active_mean", "active_ci_low"),
-        "ppi-budget": ("split", "setting", "mode", "model", "n_labelled", "n_human_only",
-                       "assurance_human_only", "n_ppi", "assurance_ppi", "note")}
+        "ppi-budget": ("model", "n_labelled", "n_human_only", "n_ppi", "assurance_ppi",
+                       "note")}
 
 
 def section(table: str, explanation: str, extra: str = "", title: str = ""):

@@ -176,21 +176,18 @@ def check_stop(session: Session, study: Study, confidence: float = 0.95) -> str 
     rules = rules_of(study)
     if not rules:
         return None
-    from elitr_core.stats.monitor import study_monitor
+    from elitr_core.stats.monitor import first_reached
 
     obs, pop = monitor_inputs(session, study)
-    wanted = {r.target: r.half_width for r in rules}
-    now = study_monitor(obs, pop, wanted, confidence, expected=False)
-    now = now[now["target"].isin(list(wanted))]
-    if now.empty or not now["reached"].all():
+    now = first_reached(obs, pop, {r.target: r.half_width for r in rules}, confidence)
+    if now.empty or now["at"].isna().any():
         return None
-    reason = (f"every model's {confidence:.0%} confidence sequence reached its target ("
-              + "; ".join(f"{TARGET_WORDS[r.target]} half-width <= {r.half_width:g}"
-                          for r in rules)
-              + f") after {len(obs)} scored responses: "
-              + ", ".join(f"{m} {t} {h:.2f}" for m, t, h in
-                          now[["model", "target", "half_width"]].itertuples(index=False)))
-    return reason
+    return (f"every model's {confidence:.0%} confidence sequence reached its target ("
+            + "; ".join(f"{TARGET_WORDS[r.target]} half-width <= {r.half_width:g}"
+                        for r in rules)
+            + f") after {len(obs)} scored responses (reached after: "
+            + ", ".join(f"{m} {t} {a:.0f}" for m, t, a in
+                        now[["model", "target", "at"]].itertuples(index=False)) + ")")
 
 
 def stop_state(session: Session, study_name: str) -> tuple[tuple[StopRule, ...], str | None]:

@@ -171,3 +171,23 @@ def study_monitor(obs: pd.DataFrame, population: pd.DataFrame, targets: dict[str
     out["expected_further"] = out["expected_further"].astype("Float64").round().astype("Int64")
     out["reached"] = out["reached"].astype(bool)
     return out
+
+
+def first_reached(obs: pd.DataFrame, population: pd.DataFrame, targets: dict[str, float],
+                  confidence: float = 0.95) -> pd.DataFrame:
+    """Per model and target of ``targets``: after how many scored responses its sequence
+    was first no wider than the target (``at``; NaN: not yet, or no sequence). The same event
+    as ``study_monitor``'s ``reached`` (the sequence only narrows), found by
+    :func:`~elitr_core.stats.confseq.stopping_time` in ``O(n)`` per bisection step instead of
+    the bounds' ``O(n^2)``: what admission checks on every arrival."""
+    rows = []
+    for key, mine, pop in _groups(obs, population):
+        for target, want in targets.items():
+            series = _series(mine, pop, target) if len(mine) else None
+            at = np.nan
+            if series is not None:
+                values, low, high, _ = series
+                found = float(stopping_time(values[None, :], low, high, want, confidence)[0])
+                at = found if np.isfinite(found) else np.nan
+            rows.append([*key, target, want, at])
+    return pd.DataFrame(rows, columns=[*GROUP, "target", "target_half_width", "at"])

@@ -12,6 +12,7 @@ from elitr_core.stats.confseq import betting_cs
 from elitr_core.stats.monitor import (
     SEQUENCE_COLUMNS,
     expected_further,
+    first_reached,
     study_monitor,
     study_sequences,
 )
@@ -75,3 +76,16 @@ def test_expected_further_grows_with_the_spread() -> None:
     b = expected_further(wide, 1, 10, 0.75)
     assert 0 < a < b
     assert np.isnan(expected_further(narrow[:1], 1, 10, 0.75))
+
+
+def test_first_reached_is_when_the_monitor_first_says_reached() -> None:
+    obs, pop = _study(seed=4, n=80)
+    wanted = {"human": 2.2, "ppi": 1.0}
+    at = first_reached(obs, pop, wanted).set_index(["model", "target"])["at"]
+    for target, width in wanted.items():
+        seq = study_sequences(obs, pop)
+        seq = seq[seq["target"] == target]
+        narrow = ((seq["cs_high"] - seq["cs_low"]) / 2 <= width).to_numpy()
+        expected = float(np.argmax(narrow) + 1) if narrow.any() else np.nan
+        assert at[("M", target)] == pytest.approx(expected, nan_ok=True)
+    assert np.isnan(at[("N", "human")])  # no score yet

@@ -104,9 +104,10 @@ def _count(url: str, what: object, *where: object) -> int:
 
 async def _monitor_figure(server: str) -> dict:  # type: ignore[type-arg]
     async with await Session.open(server, page="studies") as s:
-        charts = [e for e in s.page.elements if e.kind == "plotly_chart"]
-        assert len(charts) == 1, s.page.text()
         assert "Admits nobody new" in s.page.text()
+        page = await s.set_value("studies.monitor.show", True)
+        charts = [e for e in page.elements if e.kind == "plotly_chart"]
+        assert len(charts) == 1, page.text()
         return json.loads(charts[0].proto.spec)  # type: ignore[no-any-return]
 
 

@@ -337,6 +337,8 @@ def test_monitor_tab_shows_the_exported_sequences_and_the_stop(
     app = open_page(url, monkeypatch, "studies")
     assert not app.exception
     assert sum("Admits nobody new" in i.value for i in app.info) == 2  # Status and Monitor
+    assert not app.get("plotly_chart")  # the sequences wait for the toggle
+    app.toggle(key="studies.monitor.show").set_value(True).run()
     for table, options in (("study-monitor", ("--half-width", "0.5")),
                            ("study-monitor-sequences", ())):
         page = download_bytes(app, f"download.{table}-w.csv")

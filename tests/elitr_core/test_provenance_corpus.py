@@ -425,6 +425,78 @@ CASES: list[Case] = [
 
 
 # ---------------------------------------------------------------------------------------------
+# run identity, options and what leaves (issue 39 items 2, 4, 5; resumes of generated runs, the
+# personal links and the dataset's keys and pseudonyms are tested where they need a
+# transcript, a browser entry or the exported files: tests/elitr_core/generation/
+# test_run_config.py, passes/test_backends.py, annotation/test_name_lookup.py,
+# export/test_dataset_keys.py, export/test_runs.py)
+
+
+def _in(inputs: Inputs, name: str) -> Inputs:
+    """``inputs`` with a folder of its own (a case writing two lm-eval outputs)."""
+    folder = inputs.folder / name
+    folder.mkdir(exist_ok=True)
+    return Inputs(inputs.logs, folder)
+
+
+SECRET_ARGS = {"api_key": "sk-" + "k" * 30, "token": "hf_" + "t" * 24,
+               "base_url": "http://me:pw@127.0.0.1:9/v1", "temperature": 0.0}
+GENERATE = ["generate", "--backend", "fake", "--model", "m", "--setting", "qa", "--mode", "st",
+            "--split", "test2"]
+CASES += [
+    Case("inspect second log of a run with other task arguments",
+         _inspect("st", lambda log: log.eval.task_args.update(length_instruction=True)),
+         refused="is stored with another setup (task_args",
+         setup=lambda inputs: [["import", str(inputs.logs["st"])]]),
+    Case("inspect second log of a run with other model arguments",
+         _inspect("st", _set("eval.model_args", {"temperature": 0.9})),
+         refused="is stored with another setup (model_args {} -> {'temperature': 0.9})",
+         setup=lambda inputs: [["import", str(inputs.logs["st"])]]),
+    Case("inspect second log of a run with another task version",
+         _inspect("st", _set("eval.task_version", 7)),
+         refused="is stored with another setup (task_version 0 -> 7)",
+         setup=lambda inputs: [["import", str(inputs.logs["st"])]]),
+    Case("inspect log with credentials in its model arguments",
+         _inspect("st", _set("eval.model_args", SECRET_ARGS)),
+         evaluators={SELF_GRADED: ("llm", "inspect")}),
+    Case("lm-eval second log of a run with other model arguments",
+         lambda inputs: _lm_eval(_in(inputs, "second"), results=lambda text: text.replace(
+             '"dtype": "float32"', '"dtype": "bfloat16"')),
+         refused="is stored with another setup (model_args",
+         setup=lambda inputs: [_lm_eval(_in(inputs, "first"))]),
+    Case("lm-eval second log of a run with other generation settings",
+         lambda inputs: _lm_eval(_in(inputs, "second"), results=lambda text: text.replace(
+             '"gen_kwargs": {"max_gen_toks": 4}', '"gen_kwargs": {"max_gen_toks": 64}')),
+         refused="is stored with another setup (gen_kwargs",
+         setup=lambda inputs: [_lm_eval(_in(inputs, "first"))]),
+    Case("lm-eval log with a token and a DSN's password in its model arguments",
+         _lm(results=lambda text: text.replace(
+             '"dtype": "float32"', '"dtype": "float32", "token": "hf_' + "t" * 24
+             + '", "db": "postgresql://me:pw@db/x"')), evaluators={}),
+    Case("generate with an option its backend does not take",
+         lambda inputs: [*GENERATE, "--model-path", "/nonexistent"],
+         refused="--model-path: the fake backend does not take it"),
+    Case("generate with options of two other backends",
+         lambda inputs: [*GENERATE, "--dtype", "float16", "--concurrency", "4"],
+         refused="--dtype, --concurrency: the fake backend does not take them"),
+    Case("judge with an option its backend does not take",
+         lambda inputs: ["judge", "--backend", "fake", "--judge-model", "j", "--style",
+                         "gpt4", "--evaluator", "corpus-judge", "--base-url", "http://x:1/v1"],
+         refused="--base-url: the fake backend does not take it"),
+    Case("export dataset, the corpus's minutes left out",
+         lambda inputs: ["export", "dataset", str(inputs.folder / "dataset")]),
+    Case("export dataset with the corpus's minutes",
+         lambda inputs: ["export", "dataset", str(inputs.folder / "dataset"),
+                         "--include-minutes"]),
+    Case("export runs after an inspect log with credentials",
+         lambda inputs: ["export", "runs", "--format", "json", "--out",
+                         str(inputs.folder / "runs.json")],
+         setup=lambda inputs: [["import", str(_rewrite(
+             inputs, "st", "secret.eval", _set("eval.model_args", SECRET_ARGS)))]]),
+]
+
+
+# ---------------------------------------------------------------------------------------------
 # the test
 
 

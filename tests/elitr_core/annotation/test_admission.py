@@ -101,3 +101,26 @@ def test_the_join_limit_counts_one_network_client_once(url: str, clients: list[s
 ])
 def test_join_key(client: str, key: str) -> None:
     assert join_key(client) == key
+
+
+def test_a_lapsed_link_holder_goes_with_the_study_their_link_was_made_for(url: str) -> None:
+    """An annotator whose personal link was made for a study (``personallink``) and whose
+    lease lapsed before any answer is forgotten whole: their link's study goes with them
+    (it refers to them: leaving it would make the deletion fail)."""
+    from sqlalchemy import func
+
+    from db.models import PersonalLink
+    from elitr_core.annotation.admin import add_study_annotator
+    from elitr_core.annotation.studies import enter_with_token
+
+    engine = open_database(url)
+    with writing(engine) as session:
+        token, _ = add_study_annotator(session, "ann", "leased")
+    enter_with_token(engine, token)  # holds the one seat
+    _idle(url, 31)
+    join_prolific(engine, "leased", "3" * 24, STUDY, SESSION)  # the lease ran out: a seat
+    with reading(engine) as session:
+        assert session.execute(select(func.count()).select_from(PersonalLink)).scalar() == 0
+        assert session.execute(select(Annotator.id).where(
+            Annotator.name == "ann")).scalar_one_or_none() is None
+    assert _status(url, "3" * 24) == "active"

@@ -38,6 +38,7 @@ from elitr_core.annotation.hosts import HostPolicy, host_policy
 from elitr_core.annotation.proxies import ProxySetting, proxy_setting
 from elitr_core.annotation.sessions import COOKIE_NAME, check_logout_token, redeem_ticket, revoke
 from elitr_core.annotation.web_gate import WebGate
+from elitr_core.data.bounded import BodyTooLarge, read_body
 from elitr_core.data.database import get_engine, open_database, writing
 from elitr_core.errors import UserError
 from ui.auth_ui import auth_configured
@@ -57,6 +58,8 @@ def _no_uvicorn_proxy_headers() -> None:
     uvicorn.config.ProxyHeadersMiddleware = passthrough  # type: ignore[assignment,misc]
 
 
+#: The log-out form's body: ``token=`` and a token of 43 characters; anything longer is refused.
+MAX_END_BODY = 1024
 _PAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
 
 
@@ -92,7 +95,13 @@ async def session_end(request: Request) -> Response:
         return PlainTextResponse("Log out with the dashboard's own Log out button.",
                                  status_code=405, headers={"Allow": "POST"})
     value = request.cookies.get(COOKIE_NAME, "")
-    form = parse_qs((await request.body()).decode("latin-1"))
+    try:  # the form holds one token: a long body is refused as it arrives, never held whole
+        body = await read_body(request.stream(), declared=request.headers.get("content-length"),
+                               max_bytes=MAX_END_BODY)
+    except BodyTooLarge:
+        return PlainTextResponse("Log out with the dashboard's own Log out button.",
+                                 status_code=413)
+    form = parse_qs(body.decode("latin-1"))
     token = (form.get("token") or [""])[0]
     if value and not await run_in_threadpool(_end, value, token):
         return PlainTextResponse("Log out with the dashboard's own Log out button.",

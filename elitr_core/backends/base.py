@@ -219,6 +219,11 @@ class Backend(abc.ABC):
         backend that resolves a default itself (a dtype chosen by the device) says so here."""
         return self.given.get(option.name, option.default)
 
+    def context_tokens(self) -> int | None:
+        """The model's context in :attr:`token_unit`, when the backend knows it (an
+        interleaved run's span must fit in it); None when it does not."""
+        return None
+
     def count_tokens(self, text: str) -> int:
         """The length of ``text`` in :attr:`token_unit` (an interleaved run's memory span):
         whitespace-separated words unless the backend holds its model's tokenizer."""

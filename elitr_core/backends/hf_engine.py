@@ -220,6 +220,10 @@ class HFEngine(HFBackend):
             ) from error
         return list(self.tokenizer(text, add_special_tokens=False).input_ids)
 
+    def context_tokens(self) -> int | None:
+        """The context the prompts are checked against (``max_context``)."""
+        return self.max_context
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the model's tokenizer (``token_unit``)."""
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)

@@ -15,6 +15,7 @@ transaction makes the import all or nothing (the first bad line refuses the whol
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterator
 from operator import itemgetter
 from pathlib import Path
@@ -28,10 +29,10 @@ from db import runs as rq
 from db import score_staging
 from db.evaluators import annotator_ids, evaluator_for
 from db.models import NO_SEED
+from elitr_core.data.bounded import open_regular
 from elitr_core.data.overwrite import Guard, refuse_other_facets
 from elitr_core.data.records import ScoreRowChecker
 from elitr_core.data.strict import refuse_duplicates
-from elitr_core.data.validation import readable_file
 from elitr_core.errors import DataFileError, UserError
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 
@@ -83,10 +84,11 @@ def _batches(path: Path) -> Iterator[tuple[int, int, dict[str, tuple[str, ...]]]
     (the header). Rows are kept as tuples and turned into columns once a batch, not into a
     dict each: a million dicts and the gate's 13 million look-ups in them were about 2 of the
     9 CPU seconds of a million-row import (bench/results/import-2026-11-24.md)."""
-    readable_file(path, max_bytes=MAX_CSV_BYTES)  # a regular, readable file
     line = 1
+    # a regular file (never a FIFO or device), read up to MAX_CSV_BYTES even if it grows
+    raw = open_regular(path, max_bytes=MAX_CSV_BYTES)
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
+        with io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as handle:
             reader = csv.reader(_lines(handle, path))
             header = _header(next(reader, []), path)
             width = len(header)

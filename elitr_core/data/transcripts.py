@@ -14,8 +14,8 @@ from sqlmodel import Session
 
 from db.benchmark import meeting_rows
 from db.keyed import save
+from elitr_core.data.bounded import read_text
 from elitr_core.data.records import TRANSCRIPT, validate
-from elitr_core.data.validation import read_text
 from elitr_core.errors import DataFileError
 
 CORPUS_FOLDER = "elitr-minuting-corpus-en"
@@ -49,15 +49,7 @@ def read_corpus_file(root: Path, path: Path) -> str:
     or of a folder on the way) that leads out of the corpus (``/proc/self/status``, a file
     elsewhere) is refused with one line, and so is anything that is not a regular file.
     """
-    try:
-        target = path.resolve(strict=True)
-        inside = target.is_relative_to(root.resolve(strict=True))
-    except (OSError, RuntimeError):  # missing, dangling, a link loop
-        inside, target = True, path  # read_text below says which, in its own words
-    if not inside:
-        raise DataFileError(path, f"links to {target}, outside the corpus folder {root}: "
-                                  "copy the file into the corpus folder instead")
-    return read_text(target)  # a folder, dangling link or unreadable file is refused
+    return read_text(path, within=root)  # bounded.open_regular: links out refused too
 
 
 def read_transcript(meeting_dir: Path, root: Path | None = None) -> str:

@@ -21,73 +21,34 @@ Field values (numbers, names, text) are checked by the typed gate, ``records``.
 from __future__ import annotations
 
 import re
-import stat
 import zipfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from elitr_core.data import strict
+from elitr_core.data.bounded import MAX_FILE_BYTES, open_regular, read_bytes, read_text
+from elitr_core.data.bounded import mb as _mb
 from elitr_core.data.strict import refuse_duplicates
 from elitr_core.errors import DataFileError
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 
-#: Largest file (or ZIP member, once expanded) read; the bundled files are under 1 MB.
-MAX_FILE_BYTES = 64 * 1024 * 1024
 #: Largest total expanded size of the members read from one archive.
 MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
 #: Deepest JSON nesting accepted; ELITR-Bench files nest 5 levels.
 MAX_JSON_DEPTH = 32
+#: Most values (array items, object members) one JSON text may hold: the largest bundled file
+#: holds 6,095; a million empty objects alone take about 80 MB once parsed.
+MAX_JSON_ELEMENTS = 1_000_000
 _CHUNK = 1024 * 1024
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
-def _mb(size: int) -> str:
-    return f"{size / 1024 / 1024:,.0f} MB"
-
-
 def readable_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Path:
-    """``path`` when it is a regular file of at most ``max_bytes``; else :class:`DataFileError`."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        problem = "dangling symbolic link (its target is missing)" if path.is_symlink() \
-            else "no such file"
-        raise DataFileError(path, f"{problem}: check the path") from None
-    except OSError as exc:
-        raise DataFileError(path, f"cannot be opened ({exc.strerror}): check the path") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise DataFileError(path, "is a folder, not a file: pass the file itself")
-    if not stat.S_ISREG(info.st_mode):
-        raise DataFileError(path, "not a regular file: pass a file saved on disk")
-    if info.st_size > max_bytes:
-        raise DataFileError(
-            path, f"is {_mb(info.st_size)}, more than the {_mb(max_bytes)} read at most: "
-            "split it into smaller files"
-        )
+    """``path`` when it is a regular file of at most ``max_bytes``; else :class:`DataFileError`
+    (``bounded.open_regular``: never blocks on a FIFO, never reads a device)."""
+    open_regular(path, max_bytes=max_bytes).close()
     return path
-
-
-def read_bytes(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a checked file (:func:`readable_file`), read at most ``max_bytes``."""
-    readable_file(path, max_bytes=max_bytes)
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise DataFileError(
-            path, f"cannot be read ({exc.strerror}): check the file's permissions"
-        ) from None
-    if len(data) > max_bytes:  # it grew since stat()
-        raise DataFileError(path, f"more than the {_mb(max_bytes)} read at most")
-    return data
-
-
-def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """UTF-8 text of a checked file; a byte-order mark at its start is dropped."""
-    try:
-        return read_bytes(path, max_bytes=max_bytes).decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataFileError(path, f"not UTF-8 text ({exc}): save it as UTF-8") from None
 
 
 #: compression methods Python's zipfile reads (stored, deflate, bzip2, lzma)
@@ -112,20 +73,32 @@ def read_member(
     archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, where: object, budget: list[int],
     password: bytes | None = None,
 ) -> bytes:
-    """One ZIP member, streamed in chunks and refused as soon as it is too large.
+    """One ZIP member, streamed in chunks and refused as soon as it is too large
+    (:func:`member_chunks`)."""
+    return b"".join(member_chunks(archive, info, where=where, budget=budget, password=password))
+
+
+def member_chunks(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, where: object, budget: list[int],
+    password: bytes | None = None, methods: frozenset[int] = frozenset(),
+    max_bytes: int = MAX_FILE_BYTES,
+) -> Iterator[bytes]:
+    """One ZIP member's bytes, a chunk at a time, refused as soon as it is too large.
 
     ``budget`` holds the bytes the archive may still expand to (shared by its members). The
     declared size is checked before anything is decompressed; the real size while streaming,
-    so a member whose header lies is refused after at most ``MAX_FILE_BYTES`` too.
+    so a member whose header lies is refused after at most ``max_bytes`` too. ``methods``:
+    compression methods read besides zipfile's own (zstd, once inspect_ai registered it).
     """
-    _check_method(info, where)
-    limit = min(MAX_FILE_BYTES, budget[0])
+    if info.compress_type not in methods:
+        _check_method(info, where)
+    limit = min(max_bytes, budget[0])
     if info.file_size > limit:
         raise DataFileError(
             where, f"{info.filename} expands to {_mb(info.file_size)}, more than the "
             f"{_mb(limit)} read at most: not an ELITR-Bench archive?"
         )
-    chunks, size = [], 0
+    size = 0
     with archive.open(info, pwd=password) as handle:
         while chunk := handle.read(_CHUNK):
             size += len(chunk)
@@ -134,9 +107,8 @@ def read_member(
                     where, f"{info.filename} expands beyond its declared size "
                     f"({info.file_size:,} bytes): damaged or crafted archive"
                 )
-            chunks.append(chunk)
+            yield chunk
     budget[0] -= size
-    return b"".join(chunks)
 
 
 #: Every byte but ``[]{}``: deleted by ``bytes.translate``, leaving the brackets alone.
@@ -150,18 +122,39 @@ _SCAN_CHUNK = 1024 * 1024
 
 def json_depth(data: bytes) -> int:
     """Deepest nesting of ``[`` and ``{`` in JSON text, strings ignored (no recursion)."""
+    return json_shape(data)[0]
+
+
+def json_shape(data: bytes) -> tuple[int, int]:
+    """``(depth, elements)`` of JSON text: its deepest nesting, and how many values its arrays
+    and objects hold (each ``,`` and each ``[`` or ``{`` outside a string counts one; an
+    object's member is one), strings ignored, with no recursion."""
     if len(data) > _SMALL_JSON:
-        return _scan_depth(data)
-    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+        state = _scan_depth(data)
+        return state.deepest, state.elements
+    outside = _JSON_STRING.sub(b"", data)
+    brackets = outside.translate(None, _NOT_BRACKETS)
     depth = deepest = 0
     for byte in brackets:
         depth += 1 if byte in _OPENING else -1
         deepest = max(deepest, depth)
-    return deepest
+    return deepest, outside.count(b",") + outside.count(b"[") + outside.count(b"{")
 
 
-def _scan_depth(data: bytes) -> int:
-    """:func:`json_depth` of a large text, a chunk at a time, in memory bounded by the chunk:
+def scan_shape(chunks: Iterable[bytes]) -> tuple[int, int]:
+    """:func:`json_shape` of JSON text given a chunk at a time (a ZIP member as it is
+    decompressed), never held whole."""
+    import numpy as np
+
+    state = _ScanState()
+    for chunk in chunks:
+        for start in range(0, len(chunk), _SCAN_CHUNK):
+            state.feed(np, np.frombuffer(chunk[start:start + _SCAN_CHUNK], dtype=np.uint8))
+    return state.deepest, state.elements
+
+
+def _scan_depth(data: bytes) -> _ScanState:
+    """:func:`json_shape` of a large text, a chunk at a time, in memory bounded by the chunk:
     a quote opens or closes a string unless an odd run of backslashes precedes it, and only
     brackets outside strings count. (Outside a string a backslash is not JSON at all: the
     parser stops there, after the brackets counted so far.) numpy is imported here, not at
@@ -173,18 +166,19 @@ def _scan_depth(data: bytes) -> int:
     for start in range(0, len(data), _SCAN_CHUNK):
         chunk = np.frombuffer(view[start:start + _SCAN_CHUNK], dtype=np.uint8)
         state.feed(np, chunk)
-    return state.deepest
+    return state
 
 
 class _ScanState:
     """What one chunk of :func:`_scan_depth` leaves the next: inside a string or not, the
-    backslashes it ended with, the depth reached and the deepest so far."""
+    backslashes it ended with, the depth reached, the deepest so far and the elements seen."""
 
     def __init__(self) -> None:
         self.in_string = 0
         self.backslashes = 0
         self.depth = 0
         self.deepest = 0
+        self.elements = 0
 
     def feed(self, np: Any, chunk: Any) -> None:
         size = len(chunk)
@@ -197,9 +191,10 @@ class _ScanState:
         before[1:] = index[:-1] - last[:-1] + np.where(last[:-1] < 0, self.backslashes, 0)
         quotes = (chunk == 34) & (before % 2 == 0)
         inside = (np.cumsum(quotes, dtype=np.int32) + self.in_string) % 2 == 1
-        steps = ((chunk == 91) | (chunk == 123)).astype(np.int32) - \
-            ((chunk == 93) | (chunk == 125))
+        opening = (chunk == 91) | (chunk == 123)
+        steps = opening.astype(np.int32) - ((chunk == 93) | (chunk == 125))
         steps[inside] = 0
+        self.elements += int(np.count_nonzero((opening | (chunk == 44)) & ~inside))
         running = np.cumsum(steps, dtype=np.int64) + self.depth
         self.deepest = max(self.deepest, int(running.max(initial=0)))
         self.depth = int(running[-1])
@@ -211,6 +206,21 @@ class _ScanState:
 _OPENING = frozenset(b"[{")
 
 
+def refuse_shape(depth: int, elements: int, *, where: object) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_JSON_DEPTH` (before the parser recurses) or
+    holding more than :data:`MAX_JSON_ELEMENTS` values (before they are built in memory)."""
+    if depth > MAX_JSON_DEPTH:
+        raise DataFileError(
+            where, f"JSON nested {depth} levels deep, more than the {MAX_JSON_DEPTH} accepted: "
+            "not an ELITR-Bench file"
+        )
+    if elements > MAX_JSON_ELEMENTS:
+        raise DataFileError(
+            where, f"JSON of {elements:,} values, more than the {MAX_JSON_ELEMENTS:,} read at "
+            "most: not an ELITR-Bench file (split a larger one)"
+        )
+
+
 def load_json(data: bytes, *, where: object) -> Any:
     """Parse JSON text after checking its nesting depth; a BOM is accepted, a key repeated
     within one object is refused (never last-wins)."""
@@ -218,12 +228,7 @@ def load_json(data: bytes, *, where: object) -> Any:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataFileError(where, f"malformed JSON (not UTF-8: {exc})") from None
-    depth = json_depth(data)
-    if depth > MAX_JSON_DEPTH:
-        raise DataFileError(
-            where, f"JSON nested {depth} levels deep, more than the {MAX_JSON_DEPTH} accepted: "
-            "not an ELITR-Bench file"
-        )
+    refuse_shape(*json_shape(data), where=where)
     return strict.loads(text, where=where)
 
 
@@ -277,25 +282,44 @@ def open_archive(path: Path) -> zipfile.ZipFile:
     a JSON document with a ZIP appended would be imported as the ZIP: a file that does not
     start as a ZIP is refused, whatever its name.
     """
-    readable_file(path, max_bytes=MAX_ARCHIVE_BYTES)
+    handle = open_regular(path, max_bytes=MAX_ARCHIVE_BYTES)
     try:
-        with path.open("rb") as handle:
-            start = handle.read(4)
-        if not start.startswith(_ZIP_STARTS):
+        if not handle.read(4).startswith(_ZIP_STARTS):
             raise DataFileError(path, "not a readable ZIP archive: it does not start as one "
                                       "(a renamed file, or another file with a ZIP appended?); "
                                       "pass the archive itself")
-        return zipfile.ZipFile(path)
+        return _Archive(handle)
     except (zipfile.BadZipFile, OSError) as exc:
+        handle.close()
         raise DataFileError(path, f"not a readable ZIP archive ({exc})") from None
+    except BaseException:
+        handle.close()
+        raise
+
+
+class _Archive(zipfile.ZipFile):
+    """A ZIP read from the file :func:`open_archive` opened, which it closes with itself."""
+
+    def __init__(self, handle: Any) -> None:
+        super().__init__(handle)
+        self._handle = handle
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._handle.close()
 
 
 __all__ = [
     "MAX_ARCHIVE_BYTES",
     "MAX_FILE_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_JSON_ELEMENTS",
     "json_depth",
+    "json_shape",
     "load_json",
+    "member_chunks",
     "open_archive",
     "parse_score",
     "parse_slug",
@@ -305,4 +329,6 @@ __all__ = [
     "read_text",
     "readable_file",
     "refuse_duplicates",
+    "refuse_shape",
+    "scan_shape",
 ]

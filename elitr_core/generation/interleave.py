@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_core.backends.base import Backend, Completion, Conversation, DecodingConfig, Message
+from elitr_core.errors import UserError
 from elitr_core.generation.spec import Interleaving, MeetingWork, QuestionItem
 from elitr_core.passes.lifecycle import ResumablePass
 from elitr_core.prompts.assembly import answer_prompt, format_question
@@ -50,6 +51,9 @@ ANSWER_ESTIMATE = 32
 ACKNOWLEDGEMENT = "I have read the meeting transcript."
 #: Sums per filler pair: a pair is a few hundred tokens, the last one cut to fit.
 SUMS_PER_FILLER = 24
+#: The longest memory span asked of a backend that does not know its model's context (the
+#: fake and openai backends); a backend that knows it (hf) allows its context less the answer.
+MAX_SPAN = 131_072
 #: Letters that name the meetings of a conversation when questions name their meeting.
 MEETING_NAMES = "ABC"
 
@@ -80,42 +84,65 @@ def question_order(counts: dict[str, int], meetings: Sequence[str],
     return order
 
 
+def _filler_rng(seed: int, group: int, gap: int) -> random.Random:
+    return random.Random(f"filler:{seed}:{group}:{gap}")
+
+
+def _filler_pair(rng: random.Random, count: int) -> list[Message]:
+    """The next filler question/answer pair of ``count`` sums drawn from ``rng``."""
+    terms = [(100 + int(rng.random() * 900), 100 + int(rng.random() * 900))
+             for _ in range(count)]
+    return [{"role": "user", "content": "What are these sums? "
+             + ", ".join(f"{a} + {b}" for a, b in terms)},
+            {"role": "assistant", "content": ", ".join(str(a + b) for a, b in terms) + "."}]
+
+
+def check_span(settings: Interleaving, backend: Backend, max_new_tokens: int) -> None:
+    """Refuse a memory span the model cannot hold, before the run is created or planned:
+    beyond its context less the answer's ``max_new_tokens`` (a backend that knows its
+    context), else beyond :data:`MAX_SPAN`."""
+    context = backend.context_tokens()
+    if context is not None and settings.span > context - max_new_tokens:
+        raise UserError(f"--span {settings.span:,} does not fit the model's "
+                        f"{context:,}-token context with --max-new-tokens {max_new_tokens:,}: "
+                        f"give at most {max(context - max_new_tokens, 0):,}")
+    if context is None and settings.span > MAX_SPAN:
+        raise UserError(f"--span {settings.span:,} is more than the {MAX_SPAN:,} "
+                        f"{backend.token_unit} planned for the {backend.name} backend, which "
+                        "does not know its model's context: give at most "
+                        f"{MAX_SPAN:,}")
+
+
 def filler_pairs(seed: int, group: int, gap: int, sums: Sequence[int]) -> list[Message]:
     """The filler question/answer pairs of one gap, ``sums[i]`` sums in pair ``i``: the same
     messages for the same arguments (``random.random`` is stable across Python versions)."""
-    rng = random.Random(f"filler:{seed}:{group}:{gap}")
-    messages: list[Message] = []
-    for count in sums:
-        terms = [(100 + int(rng.random() * 900), 100 + int(rng.random() * 900))
-                 for _ in range(count)]
-        messages += [
-            {"role": "user", "content": "What are these sums? "
-             + ", ".join(f"{a} + {b}" for a, b in terms)},
-            {"role": "assistant", "content": ", ".join(str(a + b) for a, b in terms) + "."}]
-    return messages
+    rng = _filler_rng(seed, group, gap)
+    return [message for count in sums for message in _filler_pair(rng, count)]
 
 
 def size_fillers(seed: int, group: int, gap: int, tokens: int, count: Counter) -> list[int]:
     """Sums per filler pair so the gap's messages reach ``tokens`` (overshooting by at most
-    one sum): whole pairs while a whole one fits, then one pair grown sum by sum."""
+    one sum): whole pairs while a whole one fits, then one pair grown sum by sum.
+
+    Linear in the pairs: each whole pair is drawn and counted once, from the random state the
+    pairs before it left (as :func:`filler_pairs` draws them), and the last pair is redrawn
+    from the state before it (at most :data:`SUMS_PER_FILLER` times)."""
+    rng = _filler_rng(seed, group, gap)
     sums: list[int] = []
     total = 0  # the tokens of the whole pairs so far (each pair counted once)
-
-    def last_pair() -> int:
-        return _tokens(filler_pairs(seed, group, gap, sums)[-2:], count)
-
     while True:
-        sums.append(SUMS_PER_FILLER)
-        whole = last_pair()
+        before = rng.getstate()
+        whole = _tokens(_filler_pair(rng, SUMS_PER_FILLER), count)
         if total + whole > tokens:
             break
+        sums.append(SUMS_PER_FILLER)
         total += whole
-    sums[-1] = 0
-    last = 0
-    while total + last < tokens and sums[-1] < SUMS_PER_FILLER:
-        sums[-1] += 1
-        last = last_pair()
-    return sums if sums[-1] else sums[:-1]
+    last = grown = 0
+    while total + last < tokens and grown < SUMS_PER_FILLER:
+        grown += 1
+        rng.setstate(before)
+        last = _tokens(_filler_pair(rng, grown), count)
+    return [*sums, grown] if grown else sums
 
 
 def _tokens(messages: Sequence[Message], count: Counter) -> int:

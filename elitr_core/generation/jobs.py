@@ -158,11 +158,15 @@ def exit_code(pid: int) -> int | None:
     return None if child is None else child.poll()
 
 
+#: How much of a log's end :func:`log_tail` reads.
+LOG_TAIL_BYTES = 64 * 1024
+
+
 def log_tail(path: Path, lines: int = 20) -> str:
     """The last lines of a log (progress-bar carriage returns turned into line ends)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+    from elitr_core.data.bounded import read_tail
+
+    # the end of the log only: a run of hours writes megabytes, and this runs at each rerun
+    text = read_tail(path, LOG_TAIL_BYTES).decode("utf-8", errors="replace")
     rows = [row for row in text.replace("\r", "\n").splitlines() if row.strip()]
     return "\n".join(rows[-lines:])

@@ -38,6 +38,7 @@ from elitr_core.errors import UserError
 from elitr_core.generation.interleave import (
     Interleaved,
     ask_interleaved,
+    check_span,
     conversations,
     plan_run,
 )
@@ -221,13 +222,20 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
     the answers stored so far stay.
     """
     spec = spec.checked()
+    if spec.interleave is not None:
+        check_span(spec.interleave, backend, spec.decoding.max_new_tokens)
     sink = progress or NullProgress()
     with writing(engine) as session:
         work = load_work(session, spec)
     run_id = prepare_run(engine, spec, backend, work)
     report = GenerationReport(run_id=run_id, label=_label(spec))
     done = stored_answers(engine, run_id)
-    interleaved = _interleaved(engine, run_id, spec, backend, work)
+    try:  # planning a long span takes time: a failure or Ctrl-C in it ends the run too
+        interleaved = _interleaved(engine, run_id, spec, backend, work)
+    except BaseException as exc:
+        with writing(engine) as session:
+            _record_end(session, "failed", exc, run_id=run_id)
+        raise
     asked = ([q for c in interleaved for q in c.questions] if spec.interleave
              else [q for w in work for q in w.questions])
     report.total = len(asked)

@@ -8,12 +8,19 @@ id that is not ``MEETING/qN`` or ``MEETING/mt``, or a multi-turn sample with few
 than questions, is refused always; so is anything given twice (no last-wins, the rules of
 ``data.strict``): a ZIP member or a JSON key of the file, a sample id, a question in a
 multi-turn sample's list, a score key of the judge, written in other than ASCII digits.
+
+inspect reads a whole log into memory (every sample as pydantic objects, about three times
+its JSON), so a log is bounded before inspect sees it (:func:`_bounded_log`): the file, and
+every member of an ``.eval`` archive streamed as it expands (never held whole), at most
+:data:`MAX_LOG_BYTES` together, and :data:`~elitr_core.data.validation.MAX_JSON_ELEMENTS`
+values in all; inspect then reads the very file that was checked.
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from elitr_core.data.strict import id_number, loads, refuse_duplicates
 from elitr_core.errors import DataFileError, UserError
@@ -25,6 +32,10 @@ _NOT_ELITR = ("not an ELITR-Bench file name (elitr-bench-{qa,conv}_{dev,test2}.j
               "elitr-bench-czech-... or elitr-bench-{qa,conv}_{split}_{st,mt}_{eval}.json)")
 #: The evaluator kind of the task's own judge scorer; any other scorer is a metric.
 JUDGE_SCORER = "elitr_judge"
+#: Most bytes a log may expand to, all its members together: a log of all 131 test2 questions
+#: with their transcripts is about 6 MB; inspect holds about 3x this while it reads.
+MAX_LOG_BYTES = 32 * 1024 * 1024
+_ZSTD = 93  # the ZIP method of inspect's .eval members, readable once inspect_ai is imported
 
 
 def is_inspect_log(path: Path) -> bool:
@@ -38,9 +49,6 @@ def is_inspect_log(path: Path) -> bool:
 
 def read_inspect_log(path: Path, *, partial: bool = False) -> HarnessRun:
     """The run a log of the ELITR-Bench task holds (see the module's rules)."""
-    from elitr_core.data.validation import readable_file
-
-    readable_file(path)
     json_file = path.suffix.lower() == ".json"
     try:
         log_module = require("inspect_ai.log", "inspect_ai", f"{path.name} (an inspect_ai log)")
@@ -49,12 +57,15 @@ def read_inspect_log(path: Path, *, partial: bool = False) -> HarnessRun:
             raise
         raise DataFileError(path, f"{_NOT_ELITR}; if it is an inspect_ai log, install "
                             "inspect_ai to import it: pip install inspect_ai") from None
-    _refuse_twice_in_file(path)
     try:
-        log = log_module.read_eval_log(str(path))
+        with _bounded_log(path, json_file) as handle:
+            _refuse_twice_in_file(path)  # parses the members again, now within the bounds
+            log = log_module.read_eval_log(handle, format="json" if json_file else "eval")
     except OSError as exc:
         raise DataFileError(path, f"cannot be read ({exc.strerror or exc}): check the file's "
                             "permissions") from None
+    except DataFileError:
+        raise
     except Exception as exc:  # inspect raises pydantic, JSON and ZIP errors alike
         what = _NOT_ELITR + " nor" if json_file else "not"
         raise DataFileError(path, f"{what} an inspect_ai log inspect can read "
@@ -111,6 +122,37 @@ def _refuse_twice_in_file(path: Path) -> None:
                 raise DataFileError(path, f"log member {info.filename} expands beyond "
                                     f"{MAX_FILE_BYTES:,} bytes: not a log this reads")
             loads(data, where=f"{path}:{info.filename}", constants=True)
+
+
+def _bounded_log(path: Path, json_file: bool) -> IO[bytes]:
+    """The log file opened (a regular file, never a FIFO or device) once its size, its
+    members' expanded sizes and its JSON's nesting and values are within bounds."""
+    from elitr_core.data import validation
+
+    if json_file:
+        data = validation.read_bytes(path, max_bytes=MAX_LOG_BYTES)
+        validation.refuse_shape(*validation.json_shape(data), where=path)
+        return io.BytesIO(data)
+    import zipfile
+
+    handle = validation.open_regular(path, max_bytes=validation.MAX_ARCHIVE_BYTES)
+    try:
+        archive = zipfile.ZipFile(handle)  # leaves the handle open: inspect reads it next
+        budget, elements = [MAX_LOG_BYTES], 0
+        for info in archive.infolist():
+            depth, count = validation.scan_shape(validation.member_chunks(
+                archive, info, where=path, budget=budget, methods=frozenset({_ZSTD}),
+                max_bytes=MAX_LOG_BYTES))
+            elements += count
+            validation.refuse_shape(depth, elements, where=f"{path}: {info.filename}")
+    except Exception as exc:
+        handle.close()
+        if isinstance(exc, DataFileError):
+            raise
+        raise DataFileError(path, f"not an inspect_ai log inspect can read ({type(exc).__name__}"
+                                  "): check the file") from None
+    handle.seek(0)
+    return handle
 
 
 def _run_of(path: Path, log: Any) -> HarnessRun:

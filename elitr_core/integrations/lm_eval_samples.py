@@ -8,6 +8,10 @@ string lm_eval scored. lm_eval has no reader of these files, and reading them ne
 it: each line is plain JSON, so importing them does not need lm_eval installed. Both files are
 read by the no-last-wins rules of ``data.strict`` (a JSON key twice, NaN or Infinity, a
 question twice under two spellings of its id: refused).
+
+Both files are read by the bounded reader (``data.bounded``: regular files of at most 64 MB,
+the results file only from the samples file's own folder, never through a link out of it) and
+their JSON's nesting and values are bounded before it is parsed (``validation.refuse_shape``).
 """
 
 from __future__ import annotations
@@ -68,10 +72,12 @@ def read_lm_eval_samples(path: Path) -> HarnessRun:
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    from elitr_core.data.validation import read_bytes
+    from elitr_core.data.validation import json_shape, read_bytes, refuse_shape
 
+    data = read_bytes(path)
+    refuse_shape(*json_shape(data), where=path)  # all its lines together
     try:
-        content = read_bytes(path).decode("utf-8")
+        content = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DataFileError(path, f"is not UTF-8 (byte {exc.start}): lm_eval writes UTF-8; "
                             "the file is damaged") from None
@@ -89,14 +95,15 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 
 def _results(path: Path, time: str) -> dict[str, Any]:
+    from elitr_core.data.validation import json_shape, read_bytes, refuse_shape
+
     results = path.with_name(f"results_{time}.json")
-    try:
-        data = loads(results.read_bytes(), where=results)
-    except FileNotFoundError:
+    if not results.exists() and not results.is_symlink():
         raise DataFileError(path, f"{results.name}, which names the model, is not beside it: "
-                            "import the samples from the folder lm_eval wrote") from None
-    except OSError as exc:
-        raise DataFileError(path, f"{results.name} cannot be read ({exc})") from None
+                            "import the samples from the folder lm_eval wrote")
+    raw = read_bytes(results, within=path.parent)
+    refuse_shape(*json_shape(raw), where=results)
+    data = loads(raw, where=results)
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
         raise DataFileError(path, f"{results.name} is not an lm_eval results file")
     return data

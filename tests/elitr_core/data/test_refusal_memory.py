@@ -36,6 +36,12 @@ def _escapes(escape: bytes) -> bytes:
     return b'{"split": "dev", "x": "' + escape * count + b'"}'
 
 
+def _empty_objects() -> bytes:
+    """Issue 41: 63 MB of ``[{},{},...]`` under a key no reader knows (1.75 GB before)."""
+    count = (MAX_FILE_BYTES - 1024) // 3
+    return b'{"split": "dev", "notes": [' + b"{}," * count + b'{}]}'
+
+
 def _zipped(data: bytes) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -55,6 +61,8 @@ KINDS: dict[str, tuple[str, Callable[[], bytes]]] = {
     "json of backslash pairs": (RESPONSES, lambda: _escapes(b"\\\\")),
     "json nested 63 MB deep": (RESPONSES, lambda: b"[" * (MAX_FILE_BYTES - 1024)),
     "zip of \\n escapes": ("archive.zip", lambda: _zipped(_escapes(b"\\n"))),
+    "json of 63 MB of empty objects": (RESPONSES, _empty_objects),
+    "zip of 63 MB of empty objects": ("archive.zip", lambda: _zipped(_empty_objects())),
     "scores csv of one endless line": ("scores.csv", _scores_line),
 }
 

@@ -92,5 +92,5 @@ def test_files_reached_out_of_the_corpus_are_refused(link: str, small_db: str, t
     assert main(["transcripts", str(tmp_path), "--db", small_db]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert ("outside the corpus folder" in err) if link != "fifo" else "not a regular file" in err
+    assert ("outside the folder" in err) if link != "fifo" else "not a regular file" in err
     assert "SECRET" not in err and _stored(small_db) == before

@@ -152,4 +152,4 @@ def test_the_streaming_depth_scan_agrees_with_the_structure(monkeypatch: pytest.
         document = build(0)
         data = json.dumps(document, ensure_ascii=rng.random() < 0.5).encode()
         monkeypatch.setattr(validation, "_SCAN_CHUNK", rng.choice([1, 2, 3, 5, 8, 64, 4096]))
-        assert validation._scan_depth(data) == depth(document), data
+        assert validation._scan_depth(data).deepest == depth(document), data

@@ -18,6 +18,7 @@ import pytest
 
 from db.engine import get_engine
 from elitr_core.backends.base import DecodingConfig, Message
+from elitr_core.backends.fake import FakeBackend
 from elitr_core.backends.openai_backend import OpenAIBackend
 from elitr_core.errors import UserError
 from elitr_core.generation.interleave import (
@@ -231,8 +232,16 @@ def test_a_span_beyond_the_context_is_refused_by_default(url: str, tmp_path) -> 
     try:
         folder = build_tiny_llama(tmp_path / "tiny")
         small = HFEngine(str(folder), device="cpu", max_context=512)
+        # a span the context holds, with two transcripts the conversation does not fit
         with pytest.raises(UserError, match="truncation='middle'"):
-            generate_run(get_engine(url), spec(model="tiny", interleave=Interleaving(2, 2000),
+            generate_run(get_engine(url), spec(model="tiny", interleave=Interleaving(2, 400),
+                                               decoding=DecodingConfig(max_new_tokens=4)),
+                         small)
+        # a span the context cannot hold is refused before any run exists
+        with pytest.raises(UserError, match="--span 2,000 does not fit the model's 512-token "
+                                            "context with --max-new-tokens 4: give at most 508"):
+            generate_run(get_engine(url), spec(model="tiny", variant="long",
+                                               interleave=Interleaving(2, 2000),
                                                decoding=DecodingConfig(max_new_tokens=4)),
                          small)
     finally:
@@ -262,3 +271,71 @@ def test_three_meetings_without_a_span(url: str, server: FakeOpenAIServer) -> No
         assert not any(m["content"].startswith("What are these sums?")
                        for m in record.messages)
     assert len(responses(url, report.run_id)) == len(group["order"]) == report.total
+
+
+class _StopWhilePlanning(FakeBackend):
+    """The fake backend, interrupted (as by Ctrl-C) after counting ``after`` texts."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.left = after
+
+    def count_tokens(self, text: str) -> int:
+        self.left -= 1
+        if self.left < 0:
+            raise KeyboardInterrupt
+        return super().count_tokens(text)
+
+
+def test_a_span_past_any_context_is_refused_at_once_and_no_run_is_left(
+        bundled_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41: --span had no upper bound and filler planning grew with its square (10^6
+    ran past a minute and left the run 'running')."""
+    import time
+
+    from elitr_core.cli.main import main
+    from tests.dbstate import snapshot
+
+    set_transcripts(bundled_db)
+    before = snapshot(bundled_db)
+    started = time.monotonic()
+    assert main(["generate", "--backend", "fake", "--model", "m", "--setting", "conv",
+                 "--mode", "mt", "--split", "test2", "--meetings", ",".join(MEETINGS),
+                 "--interleave", "2", "--span", "1000000", "--db", bundled_db]) == 2
+    assert time.monotonic() - started < 10
+    err = capsys.readouterr().err
+    assert err == ("error: --span 1,000,000 is more than the 131,072 whitespace words planned "
+                   "for the fake backend, which does not know its model's context: give at "
+                   "most 131,072\n")
+    assert snapshot(bundled_db) == before
+    # planning stopped half-way (Ctrl-C) leaves the run failed, never 'running'
+    with pytest.raises(KeyboardInterrupt):
+        generate_run(get_engine(bundled_db), spec(model="stopped", interleave=SHORT),
+                     _StopWhilePlanning(after=50))
+    (status,), = rows(bundled_db, "SELECT status FROM run WHERE model = 'stopped'")
+    assert status == "failed"
+
+
+def test_filler_planning_is_linear_in_the_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every filler pair is drawn once: ten times the span, about ten times the random draws
+    (before, sizing drew every pair again for each pair after it: a hundred times)."""
+    import random
+
+    from elitr_core.generation import interleave
+
+    draws: list[int] = []
+
+    class Counting(random.Random):
+        def random(self) -> float:
+            draws.append(1)
+            return super().random()
+
+    monkeypatch.setattr(interleave.random, "Random", Counting)
+    made = []
+    for tokens in (10_000, 100_000):
+        draws.clear()
+        sums = interleave.size_fillers(1, 0, 0, tokens, lambda text: len(text.split()))
+        made.append(len(draws))
+        words = sum(len(m["content"].split()) for m in filler_pairs(1, 0, 0, sums))
+        assert tokens <= words <= tokens + 4  # reached, overshooting by at most one sum
+    assert made[1] < 12 * made[0], made

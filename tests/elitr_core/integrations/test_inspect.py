@@ -304,3 +304,60 @@ def test_a_second_log_with_another_setup_is_refused_and_no_credential_is_stored(
                        lambda log: log.eval.model_args.update(api_key="sk-" + "d" * 30))
     assert main(["import", str(rekeyed), "--db", url]) == 0
     assert snapshot(url) == before
+
+
+def _inflated(source: Path, target: Path, change: Any) -> Path:
+    """``source`` with its first sample's JSON changed by ``change`` (deflate-compressed, so
+    a few MB on disk expand to what the case needs; inspect reads deflate as zstd)."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401 (registers the zstd method zipfile then reads)
+
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        first = next(i.filename for i in old.infolist() if i.filename.startswith("samples/"))
+        for info in old.infolist():
+            data = old.read(info)
+            if info.filename == first:
+                data = json.dumps(change(json.loads(data))).encode()
+            new.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
+    return target
+
+
+def _answer(sample: dict[str, Any], size: int) -> dict[str, Any]:
+    sample["messages"][-1]["content"] = "x" * size
+    return sample
+
+
+def test_a_log_past_its_bounds_is_refused_before_inspect_reads_it(
+        logs: dict[str, Path], url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41: a 0.55 MB log holding a 400 MB sample peaked at 1.3 GB and was accepted;
+    a FIFO or /dev/zero named .eval was opened as a log."""
+    import os
+
+    from elitr_core.data.validation import MAX_JSON_ELEMENTS
+    from elitr_core.integrations.inspect_logs import MAX_LOG_BYTES
+
+    os.mkfifo(tmp_path / "pipe.eval")
+    (tmp_path / "zero.eval").symlink_to("/dev/zero")
+    cases = {
+        "a sample past the log's bytes": (
+            _inflated(logs["st"], tmp_path / "big.eval",
+                      lambda s: _answer(s, MAX_LOG_BYTES + 1)),
+            f"expands to {MAX_LOG_BYTES // 2**20 + 1} MB, more than the 32 MB read at most"),
+        "a million values": (
+            _inflated(logs["st"], tmp_path / "values.eval",
+                      lambda s: {**s, "notes": [{}] * MAX_JSON_ELEMENTS}),
+            "more than the 1,000,000 read at most"),
+        "a FIFO": (tmp_path / "pipe.eval", "is a named pipe (FIFO), not a regular file"),
+        "/dev/zero": (tmp_path / "zero.eval", "is a device, not a regular file"),
+    }
+    before = snapshot(url)
+    for case, (path, expected) in cases.items():
+        assert main(["import", str(path), "--db", url]) == 2, case
+        err = capsys.readouterr().err
+        assert expected in err and err.count("\n") == 1 and "Traceback" not in err, (case, err)
+        assert snapshot(url) == before, case
+    # the same log within its bounds, rewritten alike, still imports
+    fine = _inflated(logs["st"], tmp_path / "fine.eval", lambda s: _answer(s, 2**20))
+    assert main(["import", str(fine), "--db", url]) == 0

@@ -182,6 +182,16 @@ class DevMessagesDropped:
         await self.app(scope, receiving, send)
 
 
+def _settings_parse() -> None:
+    """Every boolean and number setting parsed now (``settings.check``): a value one cannot
+    take (``ELITR_SESSION_HOURS=nan``, ``ELITR_WARM=maybe``) stops the server with one line
+    naming the variable and the values accepted, before any page or login reads it."""
+    try:
+        settings.check()
+    except UserError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
 def _pool_fits() -> None:
     """On PostgreSQL, this replica's share of the server's connections (``ELITR_REPLICAS``,
     ``db.engine.pool_plan``) is sized now; a share too small stops the server with the fix,
@@ -204,6 +214,7 @@ def _navigation_only() -> None:
 
 _no_uvicorn_proxy_headers()
 _navigation_only()
+_settings_parse()
 _pool_fits()
 settings.announce_session_routes()  # ui/auth_ui.session_routes: the routes exist
 ROUTES = [Route("/session/start", session_start),

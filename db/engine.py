@@ -91,6 +91,19 @@ def _parse(resolved: str) -> Any:
     return parsed
 
 
+def missing_sqlite_file(url: str | None = None) -> Path | None:
+    """The SQLite file ``url`` names when no such file exists yet (a reading command refuses
+    it rather than create an empty database); None for PostgreSQL, memory or an existing
+    file."""
+    parsed = _parse(database_url(url))
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" \
+            or database.startswith("file:"):
+        return None
+    path = Path(database)
+    return None if path.exists() else path
+
+
 def _sqlite_target(resolved: str, database: str | None) -> tuple[str, bool]:
     """The URL to open and whether it is read-only (the file or its folder is not writable).
 
@@ -164,7 +177,9 @@ def get_engine(url: str | None = None) -> Engine:
 
 def replicas(value: str | None = None) -> int:
     """How many server replicas share the database (``ELITR_REPLICAS``, default 1)."""
-    text_value = (settings.text(REPLICAS_ENV) if value is None else value).strip() or "1"
+    if value is None:
+        return settings.replicas()
+    text_value = value.strip() or "1"
     if not text_value.isdigit() or int(text_value) < 1:
         raise UserError(f"{REPLICAS_ENV} must be a whole number of server replicas (1 or more), "
                         f"not {text_value!r}")

@@ -149,8 +149,11 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_shared_leaves_import_nothing_of_the_project() -> None:
+    """The leaves import nothing of the project, but settings the errors leaf (a setting that
+    cannot be parsed is a UserError)."""
     for leaf in SHARED_LEAVES:
-        own = [n for n in _imports(SOURCES[leaf]) if n.split(".")[0] in (*PACKAGES, *ENTRY_POINTS)]
+        own = [n for n in _imports(SOURCES[leaf]) if n.split(".")[0] in (*PACKAGES, *ENTRY_POINTS)
+               and not (leaf == "elitr_core.settings" and _matches(n, "elitr_core.errors"))]
         assert not own, f"{leaf} must stay a leaf: {own}"
 
 

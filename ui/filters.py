@@ -33,7 +33,7 @@ MIN_SCORES_KEY = "filters.min_scores"
 CURRENT_KEY = "filters.current"  # (page of the run, its filters): names the downloads
 LEFT_OUT_KEY = "filters.left_out"  # evaluators the minimum left out on this run
 MIN_SCORES_ENV = settings.MIN_SCORES
-DEFAULT_MIN_SCORES = 30
+DEFAULT_MIN_SCORES = settings.DEFAULT_MIN_SCORES
 WIDGET_SUFFIX = ".widget"
 
 ALL = "all"
@@ -130,10 +130,7 @@ def file_label(name: str) -> str:
 def default_min_scores() -> int:
     """The minimum number of scores an evaluator needs to enter the analyses by default
     (``ELITR_MIN_SCORES``, else 30)."""
-    try:
-        return max(int(settings.value(MIN_SCORES_ENV) or DEFAULT_MIN_SCORES), 0)
-    except ValueError:
-        return DEFAULT_MIN_SCORES
+    return settings.min_scores()  # a bad value stops the server's start (settings.check)
 
 
 def _apply_minimum(flt: ScoreFilter) -> ScoreFilter:

@@ -48,7 +48,7 @@ class _NotFromTheWarmUp(logging.Filter):
 def start() -> threading.Thread | None:
     """Warm the caches in a background thread, once per process (None when already started or
     turned off with ``ELITR_WARM=0``)."""
-    if _STARTED.is_set() or settings.value(WARM_ENV, "1") == "0":
+    if _STARTED.is_set() or not settings.warm():
         return None
     _STARTED.set()
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
@@ -65,7 +65,7 @@ def again() -> threading.Thread | None:
     """Warm the caches once more in the background, at once (after :func:`clear_caches
     <ui.data.clear_caches>`: new runs or scores), unless a warm-up started so is still going
     or ``ELITR_WARM=0``. A page opened meanwhile waits for a view being computed."""
-    if settings.value(WARM_ENV, "1") == "0" or not _AGAIN.acquire(blocking=False):
+    if not settings.warm() or not _AGAIN.acquire(blocking=False):
         return None
 
     def run() -> None:

@@ -32,7 +32,6 @@ from elitr_core import settings
 COOKIE_NAME = "elitr_session"
 SECRET_ENV = settings.SESSION_SECRET
 SESSION_HOURS_ENV = settings.SESSION_HOURS
-DEFAULT_SESSION_HOURS = 12.0
 TICKET_LIFETIME = timedelta(seconds=60)
 WINDOW = timedelta(minutes=15)
 FREE_FAILURES = 5
@@ -63,11 +62,7 @@ def _digest(text: str) -> str:
 
 def session_lifetime() -> timedelta:
     """How long a login lasts (``ELITR_SESSION_HOURS``, default 12 hours)."""
-    try:
-        hours = float(settings.value(SESSION_HOURS_ENV) or DEFAULT_SESSION_HOURS)
-    except ValueError:
-        hours = DEFAULT_SESSION_HOURS
-    return timedelta(hours=max(hours, 0.01))
+    return timedelta(hours=settings.session_hours())  # parsed and bounded there
 
 
 def session_secret(session: Session) -> bytes:

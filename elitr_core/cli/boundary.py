@@ -58,10 +58,15 @@ def _escape(char: str) -> str:
 
 
 def debug_requested(argv: list[str] | None = None) -> bool:
-    """True when ``--debug`` is among the arguments or ``ELITR_DEBUG`` is set (not 0/no)."""
+    """True when ``--debug`` is among the arguments or ``ELITR_DEBUG`` is on (``settings.flag``:
+    ``off`` is off). A value it cannot take is reported, as one line, by
+    :func:`require_valid_environment` inside the boundary."""
     if "--debug" in (sys.argv[1:] if argv is None else argv):
         return True
-    return settings.text(DEBUG_ENV).strip().lower() not in ("", "0", "false", "no")
+    try:
+        return settings.debug()
+    except settings.SettingError:
+        return False
 
 
 class Parser(argparse.ArgumentParser):
@@ -93,7 +98,9 @@ def valid_text(what: str) -> type[str]:
 
 
 def require_valid_environment() -> None:
-    """Refuse a ``DATABASE_URL`` that is not valid UTF-8 before any command uses it."""
+    """Refuse a ``DATABASE_URL`` that is not valid UTF-8, or an ``ELITR_DEBUG`` that is not a
+    yes/no value, before any command uses them."""
+    settings.debug()
     url = settings.database_url()
     if url is not None:
         try:

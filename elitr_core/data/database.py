@@ -13,7 +13,13 @@ from __future__ import annotations
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from db.engine import check_connection, get_engine, is_read_only, require_writable
+from db.engine import (
+    check_connection,
+    get_engine,
+    is_read_only,
+    missing_sqlite_file,
+    require_writable,
+)
 from db.migrate import is_current, upgrade
 from db.transaction import queued_writing, reading, writing
 from elitr_core.errors import UserError
@@ -25,13 +31,20 @@ def open_database(url: str | None = None, *, write: bool = True) -> Engine:
     """An engine whose schema is at the newest migration.
 
     With ``write=False`` (exports and other reading commands) a read-only SQLite database is
-    accepted as long as its schema is already the newest; it is never upgraded.
+    accepted as long as its schema is already the newest; it is never upgraded, and a SQLite
+    file that does not exist is refused (a mistyped path must not become an empty database).
 
     Raises
     ------
     UserError
         The database cannot be reached, the URL is invalid, or it is read-only and ``write``.
     """
+    if not write:
+        missing = missing_sqlite_file(url)
+        if missing is not None:  # never create an empty database to read from
+            raise UserError(f"the SQLite database {missing} does not exist: check --db or "
+                            "DATABASE_URL (a reading command creates none; `python -m "
+                            "elitr_core init` makes one)")
     engine = get_engine(url)
     if write:
         require_writable(engine)

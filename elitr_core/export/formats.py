@@ -108,6 +108,11 @@ _LATEX = str.maketrans({
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
     '"': r"\texttt{\char34}", "\n": " ", "\r": " ", "\t": " ",
+    # ligatures and quote glyphs: TeX joins -- and --- into dashes, `` '' ,, << >> into
+    # quotes, !` ?` into inverted marks, and draws ` ' as curly quotes; an empty group after
+    # each character (or its text command) keeps every one of them as written
+    "-": "-{}", ",": ",{}", "!": "!{}", "?": "?{}", "`": r"\textasciigrave{}",
+    "'": r"\textquotesingle{}",
     **{chr(c): None for c in [*range(0x20), 0x7F] if chr(c) not in "\n\r\t"},
 })
 

@@ -58,3 +58,20 @@ def test_other_scripts_compile_with_xelatex(tmp_path: Path) -> None:
     text = _compile("xelatex", tmp_path, OTHER + LATIN[:2], preamble)
     for name in [*OTHER, *LATIN[:2]]:
         assert unicodedata.normalize("NFKC", name) in text, (name, text)
+
+
+#: names TeX's ligatures and quote glyphs changed (issue 41): GPT--4 printed as GPT–4, ``x''
+#: as “x”, and so on (ff, fi and fl stay typographic ligatures: the same letters, drawn
+#: joined, which T1 fonts do not map back to text for pdftotext)
+LIGATURES = ["GPT--4", "a---b", "``quoted''", ",,low", "<<fr>>", "!`inv ?`inv", "it's",
+             "x`y", "-1,5", "''", "--"]
+
+
+@pytest.mark.parametrize("engine,preamble", [
+    ("pdflatex", ""), ("pdflatex", "\\usepackage[T1]{fontenc}\n"),
+    ("xelatex", "\\usepackage{fontspec}\n")])
+def test_ligatures_and_quotes_print_as_written(engine: str, preamble: str,
+                                               tmp_path: Path) -> None:
+    text = _compile(engine, tmp_path, LIGATURES, preamble)
+    for name in LIGATURES:
+        assert f" {name} " in f" {text} ", (name, text)

@@ -39,7 +39,8 @@ STAMP = "2026-11-27T10-00-00.000001"
 MEASURE = ("import resource, subprocess, sys, time; t = time.monotonic(); done = "
            "subprocess.run(sys.argv[1:], capture_output=True, text=True); print(resource."
            "getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode, "
-           "round(time.monotonic() - t, 1)); print(done.stderr.strip().splitlines()[-1:])")
+           "round(time.monotonic() - t, 1)); print((done.stderr.strip().splitlines() or "
+           "[''])[-1])")
 
 
 def _objects(count: int) -> bytes:
@@ -123,8 +124,7 @@ def measure(root: Path, path: Path, work: Path) -> str:
                           capture_output=True, text=True, timeout=1800)
     first, _, last = done.stdout.partition("\n")
     peak_kb, status, seconds = first.split()
-    line = json.loads(last.strip().replace("'", '"')) if last.strip().startswith("[") else []
-    what = (line[0][:70] if line else "") if status != "0" else "imported"
+    what = last.strip()[:90] if status != "0" else "imported"
     return f"{int(peak_kb) / 1024:,.0f} MB, exit {status}, {seconds} s ({what})"
 
 
@@ -168,14 +168,18 @@ def server_case(root: Path, work: Path) -> str:
     return f"peak {before / 1024:,.0f} -> {after / 1024:,.0f} MB, answers {statuses}"
 
 
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="another checkout, measured side by side")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     roots = {"now": ROOT, **({"before": args.before} if args.before else {})}
-    lines = [f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
-             "", "| case | " + " | ".join(roots) + " |", "|---|" + "---|" * len(roots)]
+    lines = [f"uptime: {_uptime()}", "", "| case | " + " | ".join(roots) + " |",
+             "|---|" + "---|" * len(roots)]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name, path in cases(folder).items():
@@ -187,7 +191,7 @@ def main() -> None:
         print(lines[-1], flush=True)
         shutil.rmtree(folder / "inspect", ignore_errors=True)
     lines.append("")
-    lines.append(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    lines.append(f"uptime: {_uptime()}")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

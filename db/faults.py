@@ -25,17 +25,28 @@ _FULL_WORDS = ("database or disk is full", "no space left", "disk i/o error", "d
                "could not extend file", "could not write")
 
 
+def is_driver_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error of a database driver that SQLAlchemy did not wrap (a
+    PostgreSQL ``COPY`` runs on the driver's own connection: its errors come as they are)."""
+    return type(exc).__module__.split(".")[0] in ("psycopg", "sqlite3") and \
+        isinstance(exc, Exception) and not isinstance(exc, DBAPIError)
+
+
 def fault_kind(exc: BaseException) -> Fault | None:
-    """The kind of environment fault ``exc`` is, or None (an input the database refused,
-    a bug, or not a database error at all)."""
-    if not isinstance(exc, DBAPIError):
+    """The kind of environment fault ``exc`` is (a SQLAlchemy error or a driver's own), or
+    None (an input the database refused, a bug, or not a database error at all)."""
+    if isinstance(exc, DBAPIError):
+        orig: BaseException | None = exc.orig
+        invalidated = exc.connection_invalidated
+    elif is_driver_error(exc):
+        orig, invalidated = exc, False
+    else:
         return None
-    orig = exc.orig
     code = str(getattr(orig, "sqlstate", "") or getattr(orig, "pgcode", "") or "")
     text = str(orig if orig is not None else exc).lower()
     if code in _PG_FULL or any(word in text for word in _FULL_WORDS):
         return "full"
-    if exc.connection_invalidated or code.startswith(_PG_GONE_PREFIXES) or \
+    if invalidated or code.startswith(_PG_GONE_PREFIXES) or \
             any(word in text for word in _GONE_WORDS):
         return "gone"
     if "readonly database" in text or "read-only" in text:

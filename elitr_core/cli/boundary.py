@@ -143,11 +143,16 @@ def describe(exc: BaseException) -> str | None:
 def _database_message(exc: BaseException) -> str | None:
     """A database error as one line without its SQL (the driver's first line only)."""
     sa_exc = sys.modules.get("sqlalchemy.exc")  # loaded whenever a database was used
-    if sa_exc is None or not isinstance(exc, sa_exc.DBAPIError):
+    if sa_exc is None:
         return None
-    from db.faults import fault_kind
+    from db.faults import fault_kind, is_driver_error
 
-    reason = _first_line(str(exc.orig) if exc.orig is not None else type(exc).__name__)
+    if is_driver_error(exc):  # a COPY's error comes from the driver itself, unwrapped
+        reason = _first_line(str(exc))
+    elif isinstance(exc, sa_exc.DBAPIError):
+        reason = _first_line(str(exc.orig) if exc.orig is not None else type(exc).__name__)
+    else:
+        return None
     kind = fault_kind(exc)
     if kind == "read-only":
         return (f"the database is read-only ({reason}): give one you may write to (a SQLite "

@@ -94,3 +94,69 @@ def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "elitr_core", *args, "--db", db], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "DATABASE_URL": ""})
+
+
+@pytest.fixture
+def pg_full_temp_disk(bundled_db: str) -> Iterator[str]:
+    """The bundled data on PostgreSQL whose temporary tables (the scores import's COPY
+    staging) live in a tablespace on a tmpfs with no byte left."""
+    import pwd
+    import uuid
+
+    import psycopg
+
+    from tests.conftest import _pg_admin_url
+    from tests.unprivileged import shared_tmp
+
+    if not bundled_db.startswith("postgresql"):
+        pytest.skip("the COPY path is PostgreSQL's (SQLite's full disk: the tests above)")
+    postgres = pwd.getpwnam("postgres")
+    name = f"elitr_full_{uuid.uuid4().hex[:8]}"
+    database = bundled_db.rsplit("/", 1)[1]
+    with shared_tmp() as folder:
+        mount = folder / "disk"
+        mount.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"mounting a tmpfs needs root: {done.stderr.strip()}")
+        try:
+            os.chown(mount, postgres.pw_uid, postgres.pw_gid)
+            with psycopg.connect(_pg_admin_url(), autocommit=True) as conn:
+                conn.execute(f"CREATE TABLESPACE {name} LOCATION '{mount}'")
+                conn.execute(f'ALTER DATABASE "{database}" SET temp_tablespaces = {name}')
+            try:
+                with (mount / "fill").open("wb", buffering=0) as fill:
+                    while True:
+                        fill.write(b"\0" * 4096)
+            except OSError:  # no space left: what the fixture wants
+                pass
+            yield bundled_db
+        finally:
+            from db.engine import dispose_engines
+
+            dispose_engines()
+            with psycopg.connect(_pg_admin_url(), autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+                conn.execute(f"DROP TABLESPACE IF EXISTS {name}")
+            subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_postgresql_disk_during_the_copy_of_an_import_is_one_line(
+        pg_full_temp_disk: str, tmp_path: Path) -> None:
+    """Issue 41: a full PostgreSQL disk during `import` (the COPY path) ended in "This is a
+    bug"; now the disk-full line, with nothing written."""
+    from tests.dbstate import snapshot
+
+    url = pg_full_temp_disk
+    scores = tmp_path / "scores.csv"
+    _cli("export", "scores", "--evaluator", "gpt-4", "--out", str(scores), db=url)
+    lines = scores.read_text().splitlines()
+    scores.write_text("\n".join([lines[0], *(line.replace(",gpt-4,", ",full-disk-judge,")
+                                             for line in lines[1:])]) + "\n")
+    before = snapshot(url)
+    done = _cli("import", str(scores), db=url)
+    errors = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(errors) == 1, done.stderr
+    assert "the disk of the database is full" in errors[0] and "bug" not in errors[0], errors
+    assert snapshot(url) == before

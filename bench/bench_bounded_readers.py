@@ -5,7 +5,8 @@ body) in its own process, whose peak resident memory is ``ru_maxrss`` of the fin
 (``resource.getrusage(RUSAGE_CHILDREN)``, read by a small wrapper process). The worst cases:
 
 - a responses file of 63 MB of ``[{},{},...]`` under a key no reader knows (JSON and zipped);
-- the most values accepted: 999,990 empty objects there (parsed, then the import goes on);
+- the most values accepted: 499,990 empty objects there (999,982 values: each object and each
+  comma counts), parsed, then refused for what the file lacks;
 - an inspect ``.eval`` log whose one sample holds a 400 MB answer (0.4 MB on disk), one whose
   sample expands just under the log's 32 MB, and one whose sample holds a million values;
 - an lm-eval results file that is a link to ``/dev/zero``;
@@ -96,8 +97,8 @@ def cases(folder: Path) -> dict[str, Path]:
     out["63 MB of {}, zipped (refused)"] = folder / "objects.zip"
     out["63 MB of {}, zipped (refused)"].write_bytes(_zip(RESPONSES, big))
     (folder / "most").mkdir()
-    out["999,990 {} (most values read)"] = folder / "most" / RESPONSES
-    out["999,990 {} (most values read)"].write_bytes(_objects(999_990))
+    out["499,990 {}: 999,982 values (most read)"] = folder / "most" / RESPONSES
+    out["499,990 {}: 999,982 values (most read)"].write_bytes(_objects(499_990))
     log = _inspect_log(folder / "inspect")
     out["inspect: a 400 MB sample (refused)"] = _inflated(log, folder / "s400.eval",
                                                           _answer(400 * 2**20))

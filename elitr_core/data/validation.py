@@ -37,8 +37,9 @@ from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
 #: Deepest JSON nesting accepted; ELITR-Bench files nest 5 levels.
 MAX_JSON_DEPTH = 32
-#: Most values (array items, object members) one JSON text may hold: the largest bundled file
-#: holds 6,095; a million empty objects alone take about 80 MB once parsed.
+#: Most values (array items and object members, an empty array or object counting one) one JSON
+#: text may hold: the largest bundled file holds 6,095; at the limit, half a million empty
+#: objects, parsing peaks near 130 MB (bench/results/bounded-readers-2026-11-28.md).
 MAX_JSON_ELEMENTS = 1_000_000
 _CHUNK = 1024 * 1024
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)

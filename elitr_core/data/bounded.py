@@ -104,6 +104,9 @@ def open_regular(path: Path, *, max_bytes: int = MAX_FILE_BYTES,
         raise DataFileError(path, f"{problem}: check the path") from None
     except IsADirectoryError:
         raise DataFileError(path, "is a folder, not a file: pass the file itself") from None
+    except PermissionError as exc:
+        raise DataFileError(path, f"cannot be read ({exc.strerror}): check the file's "
+                                  "permissions") from None
     except OSError as exc:
         raise DataFileError(path, f"cannot be opened ({exc.strerror}): check the path and "
                                   "the file's permissions") from None

@@ -8,7 +8,7 @@ body) in its own process, whose peak resident memory is ``ru_maxrss`` of the fin
 - the most values accepted: 499,990 empty objects there (999,982 values: each object and each
   comma counts), parsed, then refused for what the file lacks;
 - an inspect ``.eval`` log whose one sample holds a 400 MB answer (0.4 MB on disk), one whose
-  sample expands just under the log's 32 MB, and one whose sample holds a million values;
+  sample expands just under the log's 16 MB, and one whose sample holds a million values;
 - an lm-eval results file that is a link to ``/dev/zero``;
 - three chunked POSTs of 190 MB to ``/session/end`` (the server's ``VmHWM`` before and after).
 
@@ -102,8 +102,8 @@ def cases(folder: Path) -> dict[str, Path]:
     log = _inspect_log(folder / "inspect")
     out["inspect: a 400 MB sample (refused)"] = _inflated(log, folder / "s400.eval",
                                                           _answer(400 * 2**20))
-    out["inspect: a sample just under 32 MB (read)"] = _inflated(
-        log, folder / "s31.eval", _answer(31 * 2**20))
+    out["inspect: a sample just under 16 MB (read)"] = _inflated(
+        log, folder / "s15.eval", _answer(15 * 2**20))
     out["inspect: a sample of a million {} (refused)"] = _inflated(
         log, folder / "values.eval", lambda s: {**s, "notes": [{}] * 1_000_000})
     lm = folder / "lm-eval"

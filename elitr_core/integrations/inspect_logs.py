@@ -32,9 +32,11 @@ _NOT_ELITR = ("not an ELITR-Bench file name (elitr-bench-{qa,conv}_{dev,test2}.j
               "elitr-bench-czech-... or elitr-bench-{qa,conv}_{split}_{st,mt}_{eval}.json)")
 #: The evaluator kind of the task's own judge scorer; any other scorer is a metric.
 JUDGE_SCORER = "elitr_judge"
-#: Most bytes a log may expand to, all its members together: a log of all 131 test2 questions
-#: with their transcripts is about 6 MB; inspect holds about 3x this while it reads.
-MAX_LOG_BYTES = 32 * 1024 * 1024
+#: Most bytes a log may expand to, all its members together (the test logs of 28 questions
+#: are 0.4 MB): inspect holds about 3x a log's JSON while it reads, and the rules of
+#: ``data.strict`` parse it once more before, so a log of 15 MB imports at a peak of about
+#: 210 MB (bench/results/bounded-readers-2026-11-28.md).
+MAX_LOG_BYTES = 16 * 1024 * 1024
 _ZSTD = 93  # the ZIP method of inspect's .eval members, readable once inspect_ai is imported
 
 

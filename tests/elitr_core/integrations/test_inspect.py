@@ -344,7 +344,8 @@ def test_a_log_past_its_bounds_is_refused_before_inspect_reads_it(
         "a sample past the log's bytes": (
             _inflated(logs["st"], tmp_path / "big.eval",
                       lambda s: _answer(s, MAX_LOG_BYTES + 1)),
-            f"expands to {MAX_LOG_BYTES // 2**20 + 1} MB, more than the 32 MB read at most"),
+            f"expands to {MAX_LOG_BYTES // 2**20 + 1} MB, more than the "
+            f"{MAX_LOG_BYTES // 2**20} MB read at most"),
         "a million values": (
             _inflated(logs["st"], tmp_path / "values.eval",
                       lambda s: {**s, "notes": [{}] * MAX_JSON_ELEMENTS}),

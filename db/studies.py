@@ -317,3 +317,19 @@ def study_rows(*, session: Session) -> list[dict[str, Any]]:
             .join(Evaluator, col(Evaluator.id) == col(Study.evaluator_id))
             .order_by(col(Study.name)))
     return [dict(row._mapping) for row in session.execute(stmt)]
+
+
+def released_reasons(*, session: Session) -> dict[tuple[str, str, str], str]:
+    """(evaluator slug, annotator name, status) -> the reason stored with the annotator's
+    ``lapsed`` or ``excluded`` participation (the latest one when there are several), for
+    the rows of their scores that no table aggregates."""
+    stmt = (
+        select(Evaluator.slug, Annotator.name, Participation.status, Participation.reason)
+        .join(Study, Study.id == Participation.study_id)
+        .join(Evaluator, Evaluator.id == Study.evaluator_id)
+        .join(Annotator, Annotator.id == Participation.annotator_id)
+        .where(Participation.status.in_(("lapsed", "excluded")),
+               Participation.reason.is_not(None))
+        .order_by(Participation.id)
+    )
+    return {(slug, name, status): reason for slug, name, status, reason in session.execute(stmt)}

@@ -99,6 +99,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "mean",
         "std",
         "n_seeds",
+        "note",
     ),
     "breakdown": ("model", "evaluator", "facet", "level", "n", "mean"),
     "lost-in-middle": (
@@ -113,7 +114,8 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "note",
     ),
     "differentiating": ("model", "evaluator", "setting_mode", "n", "mean"),
-    "evaluator-means": ("model", "evaluator", "n", "mean", "n_common", "mean_common"),
+    "evaluator-means": ("model", "evaluator", "n", "mean", "n_common", "mean_common",
+                        "note"),
     "evaluator-correlation": (
         "evaluator_a",
         "evaluator_b",

@@ -86,6 +86,12 @@ else:
                index=True, keys=main_keys(mean))
 download_table(exported, f"leaderboard-main-{evaluator}", table="main-table",
                key="download.main")
+# a model none of whose scores of this evaluator counts (lapsed, excluded, unparsed) has a
+# row with n 0 and its note (export.unusable): say why its cells are empty
+lost = board[(board["evaluator"] == evaluator) & (board["note"] != "")]
+if len(lost):
+    st.warning(md("  \n".join(["{}: {}"] * len(lost)),
+                  *[v for row in lost[["model", "note"]].itertuples(index=False) for v in row]))
 
 # one section at a time: the page draws the open tab only (the others on a click)
 tab_label, tab = open_tab([FIGURE, LONG, FAMILIES, DIFFERENTIATING, TWO_MODELS], key=SECTION_KEY)

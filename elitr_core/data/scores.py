@@ -67,11 +67,37 @@ def scores_table(session: Session, flt: ScoreFilter, *, ids: bool = False) -> pd
     return frame.sort_values(order, kind="stable", na_position="first").reset_index(drop=True)
 
 
+#: why a stored score is in no table when no lapsed or excluded participation says more (a
+#: score imported as excluded, say)
+RELEASED_REASONS = {"lapsed": "the annotator's claim lapsed", "excluded": "annotator excluded"}
+
+#: statuses of stored rows that no table aggregates, in the order ``unscored`` reads them
+UNUSABLE_STATUSES = ("unparsed", "lapsed", "excluded")
+
+
 def unscored_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:
-    """Judge outputs with no parsable score: the keys of ``scores`` plus the reason."""
-    unparsed = ScoreFilter(**{**flt.__dict__, "status": "unparsed"})
-    columns = [c for c in SCORE_COLUMNS if c != "score"] + ["reason"]
-    return pd.DataFrame(score_rows(session, unparsed), columns=[*columns])[columns]
+    """Every stored row with no usable score: judge outputs with no parsable score (status
+    ``unparsed``, the parser's reason) and the scores of annotators whose claim lapsed or who
+    were excluded (``lapsed``, ``excluded``: kept, never aggregated; the reason stored with
+    their participation). The keys of ``scores`` plus ``status`` and ``reason``, in the order
+    of ``scores`` (then status)."""
+    from db.studies import released_reasons
+
+    columns = [c for c in SCORE_COLUMNS if c != "score"] + ["status", "reason"]
+    rows = []
+    for status in UNUSABLE_STATUSES:
+        rows += score_rows(session, ScoreFilter(**{**flt.__dict__, "status": status}))
+    if any(row["status"] != "unparsed" for row in rows):
+        reasons = released_reasons(session=session)
+        for row in rows:
+            if row["status"] != "unparsed":
+                row["reason"] = reasons.get((row["evaluator"], row["annotator"], row["status"]),
+                                            RELEASED_REASONS[row["status"]])
+    frame = pd.DataFrame(rows, columns=[*columns])[columns]
+    frame["seed"] = frame["seed"].astype("Int64")
+    order = ["split", "setting", "mode", "model", "meeting", "question_id", "evaluator",
+             "annotator", "sample", "seed", "status"]
+    return frame.sort_values(order, kind="stable", na_position="first").reset_index(drop=True)
 
 
 def span_table(session: Session, flt: ScoreFilter) -> pd.DataFrame:

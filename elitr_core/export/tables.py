@@ -20,6 +20,7 @@ from elitr_core.export.judge_audit import (
     AuditOptions,
     audit_table,
 )
+from elitr_core.export.unusable import UNUSABLE_KEYS, note_unusable
 from elitr_core.stats.frame import by_named_annotator
 from elitr_core.vocab import (
     EXPORT_COLUMNS,
@@ -183,7 +184,25 @@ def build_table(
     evaluator = flt.evaluators[0] if name == "main-table" and flt.evaluators else None
     options = TableOptions(reference=reference, groups=groups, differentiating=keys, elo=elo,
                            rank_by=rank_by, evaluator=evaluator, aggregate=aggregate)
+    if name in UNUSABLE_KEYS:
+        return _with_unusable(name, session, flt, scores, options)
     return stat_table(name, scores, options=options)
+
+
+def _with_unusable(name: str, session: Session, flt: ScoreFilter, scores: pd.DataFrame,
+                   options: TableOptions) -> pd.DataFrame:
+    """The table with a noted row for each model none of whose scores of an evaluator is
+    usable (``export.unusable``); when no score at all is usable, those rows alone."""
+    from elitr_core.errors import DegenerateDataError
+
+    unscored = unscored_table(session, flt)
+    try:
+        table = stat_table(name, scores, options=options)
+    except DegenerateDataError:
+        if unscored.empty:
+            raise
+        table = pd.DataFrame(columns=list(EXPORT_COLUMNS[name]))
+    return note_unusable(name, table, unscored)
 
 
 def _audit(name: str, session: Session, flt: ScoreFilter, scores: pd.DataFrame,

@@ -42,7 +42,8 @@ def evaluator_means(df: pd.DataFrame) -> pd.DataFrame:
         which an evaluator that scored more or fewer responses does not change), then
         ``n_common`` and ``mean_common`` over the model's responses that every evaluator in
         ``df`` scored (the paper's comparison: test2, QA-st, 3 models, 390 responses);
-        ``n_common`` is 0 and ``mean_common`` empty where there is none.
+        ``n_common`` is 0 and ``mean_common`` empty where there is none. ``note`` is empty
+        here (the export fills it for a model with no usable score, ``export.unusable``).
 
     Raises
     ------
@@ -60,6 +61,7 @@ def evaluator_means(df: pd.DataFrame) -> pd.DataFrame:
     out = out.merge(common, on=["model", "evaluator"], how="left", sort=False)
     out["n"] = out["n"].astype("int64")
     out["n_common"] = out["n_common"].fillna(0).astype("int64")
+    out["note"] = ""  # filled where a model has no usable score (export.unusable)
     return out[list(EXPORT_COLUMNS["evaluator-means"])]
 
 

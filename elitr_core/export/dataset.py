@@ -1,9 +1,10 @@
 """``export dataset DIR``: the human and judge scores as a dataset a paper can cite.
 
-Four Parquet files (``scores``, ``responses``, ``questions``, ``studies``; the types of the
-JSON export, :func:`~elitr_core.export.formats.arrow_table`) and a dataset card, ``README.md``,
-whose YAML header the Hugging Face Hub reads (licence, one config per file with its features),
-so that ``datasets.load_dataset(DIR)`` opens the folder as it is and the Hub shows it.
+Four Parquet files (``scores``, ``responses``, ``questions``, ``studies``; typed by their
+declared schemas, ``export/schema.py``: ``created_at`` a UTC timestamp) and a dataset card,
+``README.md``, whose YAML header the Hugging Face Hub reads (licence, one config per file
+with its features), so that ``datasets.load_dataset(DIR)`` opens the folder as it is and the
+Hub shows it.
 
 Annotators are pseudonymised: each annotator (by id, never by name, so two people of one
 name in two pools stay two) becomes ``annotator-N`` in the order the annotators were added to
@@ -34,15 +35,13 @@ from sqlmodel import Session
 
 from db.runs import ScoreFilter
 from elitr_core.errors import UserError
+from elitr_core.export.schema import DATASET_COLUMNS
 
 #: The Parquet files of the dataset, in the card's order (``scores`` is the default config).
 FILES: tuple[str, ...] = ("scores", "responses", "questions", "studies")
-RESPONSE_COLUMNS = ("response_key", "meeting", "question_id", "split", "setting", "mode",
-                    "seed", "model", "response")
-QUESTION_COLUMNS = ("meeting", "question_id", "split", "question_type", "answer_position",
-                    "question", "question_conv", "reference")
-STUDY_COLUMNS = ("study", "evaluator", "assignment", "per_item", "attention_rate", "status",
-                 "created_at", "items", "annotators")
+RESPONSE_COLUMNS = DATASET_COLUMNS["dataset/responses"]
+QUESTION_COLUMNS = DATASET_COLUMNS["dataset/questions"]
+STUDY_COLUMNS = DATASET_COLUMNS["dataset/studies"]
 _DESCRIBED = {
     "scores": "one score per row: a response (its `response_key`; meeting, question, run) "
               "scored by an evaluator (a human pool, an LLM judge or a metric), with the "
@@ -118,7 +117,8 @@ def write_dataset(tables: dict[str, pd.DataFrame], folder: str, *,
     """Write the Parquet files (of the tables with rows) and the card into ``folder`` (new,
     or empty), whole or not at all: into a temporary folder beside it, renamed into place at
     the end."""
-    from elitr_core.export.formats import arrow_table, to_parquet
+    from elitr_core.export.formats import to_parquet
+    from elitr_core.export.schema import typed_table
 
     target = Path(folder).absolute()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -136,8 +136,10 @@ def write_dataset(tables: dict[str, pd.DataFrame], folder: str, *,
     try:
         partial.chmod(0o777 & ~umask)  # as mkdir would make it, not mkdtemp's 0700
         for name in names:
-            (partial / f"{name}.parquet").write_bytes(to_parquet(tables[name]))
-        card = dataset_card({name: arrow_table(tables[name]) for name in names},
+            (partial / f"{name}.parquet").write_bytes(to_parquet(tables[name],
+                                                                 f"dataset/{name}"))
+        card = dataset_card({name: typed_table(tables[name], f"dataset/{name}")
+                             for name in names},
                             minutes=include_minutes)
         (partial / "README.md").write_text(card, encoding="utf-8")
         if target.exists():

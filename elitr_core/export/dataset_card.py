@@ -15,7 +15,7 @@ from typing import Any
 
 #: Arrow type -> the Hub's ``dtype`` name.
 _DTYPES = {"int64": "int64", "double": "float64", "string": "string", "bool": "bool",
-           "null": "null"}
+           "null": "null", "timestamp[us, tz=UTC]": "timestamp[us, tz=UTC]"}
 LICENSE = "cc-by-4.0"
 #: The corpus the minutes (reference answers of summary questions) come from, and where its
 #: own licence is stated: the benchmark's CC BY 4.0 does not cover them.

@@ -181,13 +181,18 @@ def arrow_table(frame: pd.DataFrame) -> Any:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def to_parquet(frame: pd.DataFrame) -> bytes:
-    """The table as one Parquet file (:func:`arrow_table`'s types; zstd-compressed)."""
+def to_parquet(frame: pd.DataFrame, table: str | None = None) -> bytes:
+    """The table as one Parquet file (zstd-compressed), typed by export table ``table``'s
+    declared schema (``export/schema.py``: an empty table typed like a full one), or by
+    :func:`arrow_table` for a frame of no declared table."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from elitr_core.export.schema import declared, typed_table
+
     sink = pa.BufferOutputStream()
-    pq.write_table(arrow_table(frame), sink, compression="zstd")
+    typed = typed_table(frame, table) if table and declared(table) else arrow_table(frame)
+    pq.write_table(typed, sink, compression="zstd")
     return bytes(sink.getvalue().to_pybytes())
 
 
@@ -205,6 +210,8 @@ def render(frame: pd.DataFrame, fmt: str, table: str | None = None) -> Any:
         raise UserError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if table in EXPORT_COLUMNS and tuple(frame.columns) != EXPORT_COLUMNS[table]:
         raise UserError(f"internal: table {table} has columns {list(frame.columns)}")
+    if fmt == "parquet":
+        return to_parquet(frame, table)
     return RENDERERS[fmt](frame)
 
 

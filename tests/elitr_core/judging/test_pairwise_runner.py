@@ -218,12 +218,12 @@ def test_too_many_key_facts_are_unparsed_and_asked_again_from_step_one(
 
 def test_a_slug_of_absolute_scores_is_refused(bundled_sqlite: str) -> None:
     engine = get_engine(bundled_sqlite)
-    with pytest.raises(UserError, match="'gpt-4' holds absolute scores"):
+    with pytest.raises(UserError, match="'gpt-4' holds .*scores"):
         pairwise_judge_run(engine, spec(evaluator="gpt-4"), FakeBackend())
     pairwise_judge_run(engine, spec(evaluator="pw", models=MODELS[:2]), FakeBackend())
     with pytest.raises(UserError, match="another pairwise judge"):
         pairwise_judge_run(engine, spec(evaluator="pw", style="cream", models=MODELS[:2]),
                            FakeBackend())
-    with pytest.raises(UserError, match="holds imported or human scores"):
+    with pytest.raises(UserError, match="'pw' holds a judge pass's pairwise scores"):
         judge_run(engine, JudgeSpec(judge_model="j", style="gpt4", evaluator="pw",
                                     models=MODELS[:1], split="test2"), FakeBackend())

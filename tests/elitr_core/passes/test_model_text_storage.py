@@ -160,7 +160,8 @@ def test_every_answer_is_stored_exactly_or_by_the_policy(url: str, backend: Back
         if backend.name == "fake":
             assert meta["note"] == ("server\ufffdnote" if number == 1 else "note")
     config = run_config(url, report.run_id)
-    assert (config.get("failures"), config["altered_answers"]) == (None, len(HOSTILE))
+    # a typed run config (generation/run_config.py) keeps an empty failure list
+    assert (config.get("failures") or [], config["altered_answers"]) == ([], len(HOSTILE))
     with reading(get_engine(url)) as session:
         runs = status.generation_runs(session)
     assert next(r for r in runs if r["run"] == report.run_id)["altered"] == len(HOSTILE)

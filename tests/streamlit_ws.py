@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -222,16 +222,26 @@ class Session:
         await self._send([WidgetState(id=element.id, trigger_value=True)],
                          element.fragment_id)
 
-    async def settle(self, quiet: float = 0.3, timeout: float = 120) -> Page:
+    async def settle(self, quiet: float = 0.3, timeout: float = 120,
+                     until: Callable[[Page], bool] | None = None) -> Page:
         """Read runs until one has finished and no further run starts within ``quiet``
         seconds (after :meth:`press`: the server may interrupt, merge or queue reruns, whole
-        or of a fragment); each run's elements replace those at the same place."""
+        or of a fragment); each run's elements replace those at the same place.
+
+        ``until``: the state the presses lead to (e.g. the next item with its scale). On a
+        loaded machine a queued rerun can start more than ``quiet`` seconds after the last
+        one; with ``until`` the quiet page is returned only in that state, and further runs
+        are read for it until ``timeout`` (then the page is returned as it is, for the
+        caller's assertion to name it)."""
+        deadline = time.monotonic() + timeout
         while True:
             self.page = await asyncio.wait_for(self._read_run("", merge=True), timeout)
             self._keep_values()
             while True:  # a message that is not a run's start (a status) is skipped
                 try:
-                    raw = await asyncio.wait_for(self._socket.recv(), quiet)
+                    wait = quiet if until is None or until(self.page) else max(
+                        0.0, deadline - time.monotonic())
+                    raw = await asyncio.wait_for(self._socket.recv(), max(wait, quiet))
                 except TimeoutError:
                     return self.page
                 msg = ForwardMsg()

@@ -26,7 +26,7 @@ from elitr_core.annotation.studies import StudySpec, create_study
 from elitr_core.data.database import open_database
 from tests.browser.conftest import running_server
 from tests.elitr_core.annotation_data import MODELS, build
-from tests.streamlit_ws import Session
+from tests.streamlit_ws import Page, Session
 
 PARTICIPANTS = 5  # at once, each with its own task of 12 items: 55 trials per database
 #: per meeting, times three models: 12 items per task, 11 item changes each. 55 trials per
@@ -75,6 +75,14 @@ def _scores_by_position(url: str, name: str) -> dict[int, float]:
     return {int(p): float(v) for p, v in rows}
 
 
+def _shows_item(page: Page, number: int) -> bool:
+    """The page shows item ``number`` with its scale and Submit (the last has no next one)."""
+    if f"Item {number} of" not in page.text():
+        return number > QUESTIONS * 3 - 1
+    keys = [e.key or "" for e in page.elements]
+    return all(any(k.startswith(w) for k in keys) for w in ("annotate-pick-4", "annotate-submit"))
+
+
 async def _stale_keys(server: str, url: str, name: str, token: str, seed: int) -> int:
     """Score every item with 4 and Enter, then press 7 and Enter again on the item just
     submitted, 0.05-0.3 s apart, before the next item has reached this client (as a browser
@@ -89,12 +97,14 @@ async def _stale_keys(server: str, url: str, name: str, token: str, seed: int) -
         for k in range(QUESTIONS * 3 - 1):
             assert f"Item {k + 1} of" in page.text(), page.text()
             shown = await s.click("annotate-pick-4")
+            if not _shows_item(shown, k + 1):  # a run cut short by the next: read on
+                shown = await s.settle(until=lambda p, k=k: _shows_item(p, k + 1), timeout=60)
             await s.press("annotate-submit", shown)
             await asyncio.sleep(rng.uniform(0.05, 0.3))
             await s.press("annotate-pick-7", shown)
             await asyncio.sleep(rng.uniform(0.05, 0.3))
             await s.press("annotate-submit", shown)
-            page = await s.settle()
+            page = await s.settle(until=lambda p, k=k: _shows_item(p, k + 2), timeout=60)
             stored = _scores_by_position(url, name)
             # item k was on screen for every press: it holds 4, or 7 when the server merged
             # the presses into one rerun (a revision of the item seen); k + 1 holds nothing

@@ -158,11 +158,11 @@ def _study_create_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
     p.add_argument("--judge", default="gpt-4", metavar="SLUG",
                    help="with --selection active: the judge whose uncertainty counts; with a "
                         "bias or ppi --stop-when: the judge they compare with")
-    p.add_argument("--stop-when", action="append", metavar="RULE",
+    p.add_argument("--stop-when", action=ListOption, metavar="RULE",
                    help="stop admitting new participants once every model's 95%% confidence "
                         "sequence is this narrow: \"half-width <= 0.5\" (human mean), \"bias "
-                        "half-width <= 0.5\" or \"ppi half-width <= 0.5\" (repeat for several; "
-                        "needs --assignment random; see export study-monitor)")
+                        "half-width <= 0.5\" or \"ppi half-width <= 0.5\" (several rules: "
+                        f"{SEVERAL}; needs --assignment random; see export study-monitor)")
     db_option(p)
     p.set_defaults(handler=cmd_study_create)
 

@@ -100,7 +100,7 @@ DATASET_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 #: Tables outside the contract's :data:`~elitr_core.vocab.EXPORT_COLUMNS` with their columns.
 OTHER_COLUMNS: dict[str, tuple[str, ...]] = {
-    "unscored": (*SCORE_COLUMNS[:-1], "reason"),
+    "unscored": (*SCORE_COLUMNS[:-1], "status", "reason"),
 }
 
 

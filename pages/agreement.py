@@ -96,7 +96,8 @@ with tab:
                        "replicates, seed 0) · " + code_span(
                            f"python -m elitr_core export evaluator-correlation "
                            f"{cli_arguments(flt)}"))
-            show_table(corr, key="agreement.corr-table", keys=CORR_KEYS)
+            show_table_and_notes(corr, key="agreement.corr-table", keys=CORR_KEYS,
+                                 label=("evaluator_a", "evaluator_b"))
             download_table(partial(export_table, "evaluator-correlation", flt),
                            "evaluator-correlation", table="evaluator-correlation")
     elif tab_label == ABSOLUTE:

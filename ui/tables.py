@@ -99,14 +99,16 @@ def selected_row(event: object, frame: pd.DataFrame) -> pd.Series | None:
     return frame.iloc[rows[0]]
 
 
-def show_table_and_notes(frame: pd.DataFrame, *, key: str,
-                         label: Sequence[str]) -> DeltaGenerator | DataframeState:
+def show_table_and_notes(frame: pd.DataFrame, *, key: str, label: Sequence[str],
+                         keys: Sequence[str] | None = None) -> DeltaGenerator | DataframeState:
     """:func:`show_table` with the ``note`` column behind the "Columns" picker and each
     distinct note written under the table as plain text, after the ``label`` columns of its
     first row (``raters``, ``group``): a long note would push the figures out of a 1366 px
-    window, and a note read under the table is read whole."""
+    window, and a note read under the table is read whole. ``keys``: the columns shown first
+    (default: every column but the note)."""
     notes = frame.get("note", pd.Series(dtype="string")).fillna("").astype(str)
-    event = show_table(frame, key=key, keys=[c for c in frame.columns if c != "note"])
+    shown_keys = [c for c in (frame.columns if keys is None else keys) if c != "note"]
+    event = show_table(frame, key=key, keys=shown_keys)
     shown: set[str] = set()
     for index, note in notes.items():
         if note and note not in shown:

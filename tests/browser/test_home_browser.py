@@ -55,7 +55,11 @@ def test_home_loads_the_analysis_pages_element_code(
     on_home = _settled_scripts(browser)
     assert any(name.startswith("PlotlyChart.") for name in on_home), on_home
     hidden = browser.find_elements(By.CSS_SELECTOR, ".st-key-preload-elements")  # type: ignore[attr-defined]
-    assert hidden and not hidden[0].is_displayed()  # nothing of it shows on Home
+    assert hidden
+    # nothing of it shows on Home once the page's style has applied (under xdist load the
+    # check could run between the element's drawing and its hiding rule)
+    from selenium.webdriver.support.ui import WebDriverWait
+    WebDriverWait(browser, 10).until(lambda _: not hidden[0].is_displayed())
     follow_nav_link(browser, "Leaderboard")
     wait_for_text(browser, "Main table", "Rank by")
     after = _settled_scripts(browser)

@@ -35,6 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.report import publish, uptime  # noqa: E402
+
 RESPONSES = "elitr-bench-qa_dev_st_gpt-4-eval.json"
 STAMP = "2026-11-27T10-00-00.000001"
 MEASURE = ("import resource, subprocess, sys, time; t = time.monotonic(); done = "
@@ -169,17 +172,13 @@ def server_case(root: Path, work: Path) -> str:
     return f"peak {before / 1024:,.0f} -> {after / 1024:,.0f} MB, answers {statuses}"
 
 
-def _uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="another checkout, measured side by side")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     roots = {"now": ROOT, **({"before": args.before} if args.before else {})}
-    lines = [f"uptime: {_uptime()}", "", "| case | " + " | ".join(roots) + " |",
+    lines = [f"uptime: {uptime()}", "", "| case | " + " | ".join(roots) + " |",
              "|---|" + "---|" * len(roots)]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -192,11 +191,8 @@ def main() -> None:
         print(lines[-1], flush=True)
         shutil.rmtree(folder / "inspect", ignore_errors=True)
     lines.append("")
-    lines.append(f"uptime: {_uptime()}")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
+    lines.append(f"uptime: {uptime()}")
+    publish("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":

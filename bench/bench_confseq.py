@@ -37,6 +37,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import publish  # noqa: E402
 from elitr_core.stats.active import selection_probabilities  # noqa: E402
 from elitr_core.stats.confseq import (  # noqa: E402
     asymptotic_cs,
@@ -232,9 +233,7 @@ def main() -> None:
         f"Population means (human): {truths}. Seed {args.seed}; {seconds:.0f} s; load "
         f"average before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after "
         + " ".join(f"{v:.2f}" for v in os.getloadavg()) + "\n")
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    publish(text, args.out)
 
 
 if __name__ == "__main__":

@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import re
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +51,7 @@ from bench.crowd_server import (  # noqa: E402
     rss_mib,
     server,
 )
+from bench.report import uptime  # noqa: E402
 from tests.streamlit_ws import Session  # noqa: E402
 
 ITEM = re.compile(r"Item (\d+) of (\d+)")
@@ -235,21 +234,16 @@ def main() -> int:
                      **trees}
         print(f"{args.participants} participants, pace {args.pace or 'as fast as they can'}, "
               f"{args.duration:.0f} s measured, {'PostgreSQL' if args.pg else 'SQLite'}")
-        print(f"uptime before: {_uptime()}", flush=True)
+        print(f"uptime before: {uptime()}", flush=True)
         results = {}
         for label, (root, extra) in trees.items():
             results[label] = _run_tree(root, args, extra, tmp)
-            print(f"{label}: {results[label]} ({_uptime()})", flush=True)  # one tree done
-        print(f"uptime after:  {_uptime()}")
+            print(f"{label}: {results[label]} ({uptime()})", flush=True)  # one tree done
+        print(f"uptime after:  {uptime()}")
         _print(results)
     finally:
         clean_up(tmp, args.before)
     return 0
-
-
-def _uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip() or \
-        str(os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import text  # noqa: E402
 
+from bench.report import publish  # noqa: E402
 from db.engine import get_engine  # noqa: E402
 from db.transaction import writing  # noqa: E402
 from elitr_core.backends import hf_cache  # noqa: E402
@@ -384,10 +385,7 @@ def main() -> None:
             out += judge_part(args, folder, url) + [""]
     end = os.getloadavg()
     out.append(f"Load average at the end: {end[0]:.2f}, {end[1]:.2f}, {end[2]:.2f}.")
-    report = "\n".join(out) + "\n"
-    print(report)
-    if args.out:
-        args.out.write_text(report, encoding="utf-8")
+    publish("\n".join(out) + "\n", args.out)
 
 
 if __name__ == "__main__":

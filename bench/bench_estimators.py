@@ -22,7 +22,6 @@ them (they are coverages, widths and errors, which the load does not move).
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 import warnings
@@ -33,6 +32,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import publish, uptime  # noqa: E402
 from elitr_core.stats.betting import betting_interval  # noqa: E402
 from elitr_core.stats.intervals import SKEW_LIMIT, WIDER_CHECK_FROM  # noqa: E402
 
@@ -268,11 +268,6 @@ def plans_part(replicates: int, rng: np.random.Generator) -> str:
 PARTS = {"betting": betting_part, "aggregate": aggregate_part, "plans": plans_part}
 
 
-def uptime() -> str:
-    """The machine's ``uptime`` line (time and load)."""
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-
-
 def main() -> None:
     """Parse options, run the parts asked for, print (and optionally write) the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -289,10 +284,7 @@ def main() -> None:
         texts.append(f"## {part}\n\n{table}\n\n{args.replicates} replicates per cell, seed "
                      f"{args.seed}, {time.perf_counter() - start:.0f} s")
     texts.append(f"`uptime` after: {uptime()}")
-    text = "\n\n".join(texts) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    publish("\n\n".join(texts) + "\n", args.out)
 
 
 if __name__ == "__main__":

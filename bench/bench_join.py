@@ -32,9 +32,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
-from bench.bench_crowd import _print, _uptime  # noqa: E402
+from bench.bench_crowd import _print  # noqa: E402
 from bench.bench_pages import _checkout, remove_checkout  # noqa: E402
 from bench.crowd_server import Database, database, server  # noqa: E402
+from bench.report import uptime  # noqa: E402
 from tests.streamlit_ws import Session  # noqa: E402
 
 SETUP = """
@@ -129,9 +130,9 @@ def main() -> int:
             trees = {f"before ({args.before[:10]})": _checkout(args.before, tmp), **trees}
         print(f"{args.arrivals} arrivals within {args.within:g} s, {args.seats} tasks, "
               "one server, PostgreSQL")
-        print(f"uptime before: {_uptime()}", flush=True)
+        print(f"uptime before: {uptime()}", flush=True)
         results = {label: _run_tree(root, args, tmp) for label, root in trees.items()}
-        print(f"uptime after:  {_uptime()}")
+        print(f"uptime after:  {uptime()}")
         _print(results)  # type: ignore[arg-type]
     finally:
         if args.before:

@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.report import uptime  # noqa: E402
 from db.transaction import writing  # noqa: E402
 from elitr_core.data.database import open_database  # noqa: E402
 from elitr_core.data.importers import import_bundled  # noqa: E402
@@ -62,7 +63,7 @@ def main() -> None:
         variants[f"{name}, as shipped"] = ([python, "-m", "elitr_core"], extra)
         variants[f"{name}, usual collector"] = ([python, "-c", USUAL_COLLECTOR], extra)
     results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in variants}
-    print(f"{time.strftime('%Y-%m-%d %H:%M')}; before: {_uptime()}")
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}; before: {uptime()}")
     with running_server(ServerScript(latency=0.1)) as server:
         for round_ in range(args.rounds):
             for index, (name, (command, extra)) in enumerate(variants.items()):
@@ -81,7 +82,7 @@ def main() -> None:
                 first = min(r.started for r in server.successful()) - start
                 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                 results[name].append((first, whole, cpu))
-    print(f"after: {_uptime()}; {args.rounds} rounds, 130 requests a run\n")
+    print(f"after: {uptime()}; {args.rounds} rounds, 130 requests a run\n")
     print("| interpreter, variant | first request s: median (min-max) | whole command s: "
           "median | CPU s: median |")
     print("|---|---|---:|---:|")
@@ -95,10 +96,6 @@ def main() -> None:
 def _version(python: str) -> str:
     return subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
                           capture_output=True, text=True, check=True).stdout.strip()
-
-
-def _uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import publish  # noqa: E402
 from elitr_core.stats.active import selection_probabilities  # noqa: E402
 from elitr_core.stats.betting import betting_interval  # noqa: E402
 from elitr_core.stats.intervals import quantile  # noqa: E402
@@ -206,10 +207,7 @@ def main() -> None:
                   f"truths: {truths}; {seconds:.0f} s; load average before "
                   f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after "
                   + " ".join(f"{v:.2f}" for v in os.getloadavg()))
-    text = f"{table(results, list(dists))}\n\n{conditions}\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    publish(f"{table(results, list(dists))}\n\n{conditions}\n", args.out)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import publish  # noqa: E402
 from db.runs import ScoreFilter
 from elitr_core.cli.main import main as cli  # noqa: E402
 from elitr_core.data.database import open_database, reading  # noqa: E402
@@ -102,10 +103,7 @@ def main() -> None:
               "response)", "", summary.to_markdown(floatfmt=".3f"), "",
               f"Dawid-Skene mean below the plain mean's MAE in {wins:.0%} of the crowds", "",
               f"load average after: {os.getloadavg()}"]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    publish("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import publish  # noqa: E402
 from elitr_core.stats.cluster_tests import wild_cluster_p  # noqa: E402
 from elitr_core.stats.interleaving import cluster_slope  # noqa: E402
 from elitr_core.stats.paired import paired_by_meeting  # noqa: E402
@@ -121,9 +122,7 @@ def main() -> None:
         print(f"## {name}", flush=True)
         out += [f"## {name}", "", *SECTIONS[name](args.replicates, args.seed), ""]
     out.append(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if args.out:
-        args.out.write_text("\n".join(out) + "\n")
-    print("\n".join(out))
+    publish("\n".join(out) + "\n", args.out)
 
 
 if __name__ == "__main__":

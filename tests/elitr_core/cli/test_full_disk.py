@@ -33,24 +33,33 @@ def nearly_full_disk(bundled_sqlite: str, tmp_path: Path) -> Iterator[Path]:
 def _disk(bundled_sqlite: str, tmp_path: Path, *, left_kb: int) -> Iterator[Path]:
     source = Path(bundled_sqlite.removeprefix("sqlite:///"))
     mount = tmp_path / "disk"
+    _mount_tmpfs(mount, size_kb=source.stat().st_size // 1024 + 1024)
+    try:
+        shutil.copy(source, mount / "db.sqlite")
+        _fill(mount, left_kb=left_kb)
+        yield mount / "db.sqlite"
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _mount_tmpfs(mount: Path, *, size_kb: int) -> None:
+    """Mount a tmpfs of ``size_kb`` at ``mount`` (made here), or skip: mounting needs root."""
     mount.mkdir()
-    size_kb = source.stat().st_size // 1024 + 1024
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs",
                            str(mount)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"mounting a tmpfs needs root: {done.stderr.strip()}")
+
+
+def _fill(mount: Path, *, left_kb: int = 0) -> None:
+    """Write ``mount/fill`` until ``left_kb`` is left on the disk (0: until it is full)."""
+    free_kb = shutil.disk_usage(mount).free // 1024
     try:
-        shutil.copy(source, mount / "db.sqlite")
-        free_kb = shutil.disk_usage(mount).free // 1024
-        try:
-            with (mount / "fill").open("wb", buffering=0) as fill:
-                for _ in range(max(free_kb - left_kb, 0) if left_kb else 1 << 30):
-                    fill.write(b"\0" * 1024)
-        except OSError:  # no space left: what the fixture wants
-            pass
-        yield mount / "db.sqlite"
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        with (mount / "fill").open("wb", buffering=0) as fill:
+            for _ in range(max(free_kb - left_kb, 0) if left_kb else 1 << 30):
+                fill.write(b"\0" * 1024)
+    except OSError:  # no space left: what the fixtures want
+        pass
 
 
 def _digest(path: Path) -> str:
@@ -62,9 +71,7 @@ def _digest(path: Path) -> str:
                                   ["init"]])
 def test_a_full_disk_is_one_true_line(args: list[str], full_disk: Path) -> None:
     before = _digest(full_disk)
-    done = subprocess.run([sys.executable, "-m", "elitr_core", *args, "--db",
-                           f"sqlite:///{full_disk}"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "DATABASE_URL": ""})
+    done = _cli(*args, db=f"sqlite:///{full_disk}")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "disk is full" in lines[0] and "made by this program" not in lines[0], lines[0]
@@ -75,11 +82,7 @@ def test_an_import_that_fills_the_disk_is_one_line_and_keeps_the_file(
         nearly_full_disk: Path, bundled_sqlite: str, tmp_path: Path) -> None:
     """Opening works, the import's transaction does not fit: one line, the file unchanged;
     with room again the same import goes through."""
-    scores = tmp_path / "scores.csv"
-    _cli("export", "scores", "--evaluator", "gpt-4", "--out", str(scores), db=bundled_sqlite)
-    lines = scores.read_text().splitlines()
-    scores.write_text("\n".join([lines[0], *(line.replace(",gpt-4,", ",full-disk-judge,")
-                                             for line in lines[1:])]) + "\n")
+    scores = _new_judges_scores(bundled_sqlite, tmp_path)
     before = _digest(nearly_full_disk)
     done = _cli("import", str(scores), db=f"sqlite:///{nearly_full_disk}")
     errors = done.stderr.strip().splitlines()
@@ -94,6 +97,17 @@ def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "elitr_core", *args, "--db", db], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "DATABASE_URL": ""})
+
+
+def _new_judges_scores(db: str, tmp_path: Path) -> Path:
+    """gpt-4's bundled scores as a CSV under a judge the database does not hold yet: an
+    import of every row."""
+    scores = tmp_path / "scores.csv"
+    _cli("export", "scores", "--evaluator", "gpt-4", "--out", str(scores), db=db)
+    lines = scores.read_text().splitlines()
+    scores.write_text("\n".join([lines[0], *(line.replace(",gpt-4,", ",full-disk-judge,")
+                                             for line in lines[1:])]) + "\n")
+    return scores
 
 
 @pytest.fixture
@@ -115,22 +129,13 @@ def pg_full_temp_disk(bundled_db: str) -> Iterator[str]:
     database = bundled_db.rsplit("/", 1)[1]
     with shared_tmp() as folder:
         mount = folder / "disk"
-        mount.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"mounting a tmpfs needs root: {done.stderr.strip()}")
+        _mount_tmpfs(mount, size_kb=512)
         try:
             os.chown(mount, postgres.pw_uid, postgres.pw_gid)
             with psycopg.connect(_pg_admin_url(), autocommit=True) as conn:
                 conn.execute(f"CREATE TABLESPACE {name} LOCATION '{mount}'")
                 conn.execute(f'ALTER DATABASE "{database}" SET temp_tablespaces = {name}')
-            try:
-                with (mount / "fill").open("wb", buffering=0) as fill:
-                    while True:
-                        fill.write(b"\0" * 4096)
-            except OSError:  # no space left: what the fixture wants
-                pass
+            _fill(mount)
             yield bundled_db
         finally:
             from db.engine import dispose_engines
@@ -149,11 +154,7 @@ def test_a_full_postgresql_disk_during_the_copy_of_an_import_is_one_line(
     from tests.dbstate import snapshot
 
     url = pg_full_temp_disk
-    scores = tmp_path / "scores.csv"
-    _cli("export", "scores", "--evaluator", "gpt-4", "--out", str(scores), db=url)
-    lines = scores.read_text().splitlines()
-    scores.write_text("\n".join([lines[0], *(line.replace(",gpt-4,", ",full-disk-judge,")
-                                             for line in lines[1:])]) + "\n")
+    scores = _new_judges_scores(url, tmp_path)
     before = snapshot(url)
     done = _cli("import", str(scores), db=url)
     errors = done.stderr.strip().splitlines()

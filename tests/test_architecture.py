@@ -539,6 +539,14 @@ BACKEND_WORD = r"(?<![\w.-])({})(?![\w-]|\.\w)"
 NOT_A_BACKEND = {("elitr_core.passes.records", "openai"): "the package whose version a run keeps"}
 
 
+def docstring_ids(tree: ast.AST) -> set[int]:
+    """The ``id`` of each docstring's node in ``tree`` (module, class and function ones)."""
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                          | ast.AsyncFunctionDef)
+            and node.body and isinstance(node.body[0], ast.Expr)}
+
+
 def _owner(module: str, names: Sequence[str]) -> str | None:
     """The backend whose own module ``module`` is (``elitr_core.backends.hf_cache``: hf)."""
     if not module.startswith("elitr_core.backends."):
@@ -551,10 +559,7 @@ def _backend_names_in(path: Path, names: Sequence[str]) -> Iterator[tuple[str, s
     """(backend, where) for each string naming a backend as a word (docstrings aside: they
     describe, the code decides) and each import of a backend's own module."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
-                                | ast.AsyncFunctionDef)
-                  and node.body and isinstance(node.body[0], ast.Expr)}
+    docstrings = docstring_ids(tree)
     word = re.compile(BACKEND_WORD.format("|".join(map(re.escape, names))))
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (

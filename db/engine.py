@@ -175,17 +175,6 @@ def get_engine(url: str | None = None) -> Engine:
     return engine
 
 
-def replicas(value: str | None = None) -> int:
-    """How many server replicas share the database (``ELITR_REPLICAS``, default 1)."""
-    if value is None:
-        return settings.replicas()
-    text_value = value.strip() or "1"
-    if not text_value.isdigit() or int(text_value) < 1:
-        raise UserError(f"{REPLICAS_ENV} must be a whole number of server replicas (1 or more), "
-                        f"not {text_value!r}")
-    return int(text_value)
-
-
 def pool_plan(max_connections: int, reserved: int, replicas: int) -> dict[str, int]:
     """One replica's pool (``pool_size``, ``max_overflow``): an equal share of what PostgreSQL
     allows, at most the single-server pool (``POOL_OPTIONS``).
@@ -212,7 +201,7 @@ def _pool_for(url: str) -> dict[str, int]:
     """This replica's pool on the PostgreSQL server at ``url`` (one short connection reads its
     limits); the default pool when the server cannot be reached (``check_connection`` then
     says why)."""
-    count = replicas()
+    count = settings.replicas()
     probe = create_engine(url, poolclass=NullPool, connect_args={"connect_timeout": 10})
     try:
         with probe.connect() as connection:

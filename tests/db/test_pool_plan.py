@@ -13,7 +13,6 @@ from db.engine import (
     dispose_engines,
     get_engine,
     pool_plan,
-    replicas,
 )
 from elitr_core.errors import UserError
 
@@ -35,10 +34,6 @@ def test_one_replica_keeps_the_single_server_pool() -> None:
 def test_a_count_that_cannot_fit_is_refused_with_the_fix() -> None:
     with pytest.raises(UserError, match=r"set max_connections = 163 or more"):
         pool_plan(100, 3, 30)
-    with pytest.raises(UserError, match="ELITR_REPLICAS must be a whole number"):
-        replicas("two")
-    with pytest.raises(UserError, match="ELITR_REPLICAS must be a whole number"):
-        replicas("0")
 
 
 def test_the_engine_reads_the_server_limits(pg_url: str, monkeypatch: pytest.MonkeyPatch

@@ -27,6 +27,7 @@ REFUSED = [
     ("ELITR_MIN_SCORES", "-1", "ELITR_MIN_SCORES='-1' is not a whole number of scores"),
     ("ELITR_MIN_SCORES", "2.5", "ELITR_MIN_SCORES='2.5' is not a whole number of scores"),
     ("ELITR_REPLICAS", "0", "ELITR_REPLICAS='0' is not a whole number of server replicas"),
+    ("ELITR_REPLICAS", "two", "ELITR_REPLICAS='two' is not a whole number of server replicas"),
     ("ELITR_WARM", "maybe", "ELITR_WARM='maybe' is not a yes/no setting: write one of 1, true"),
     ("ELITR_DEBUG", "2", "ELITR_DEBUG='2' is not a yes/no setting"),
 ]

@@ -152,7 +152,8 @@ def write_dataset(tables: dict[str, pd.DataFrame], folder: str, *,
 
 
 def dataset_card(schemas: dict[str, object], *, minutes: bool = False) -> str:
-    """The README.md of the dataset: YAML header (licence, configs, features) and text;
+    """The README.md of the dataset: YAML header (licence, task and size categories,
+    configs, features; huggingface_hub's card classes) and text;
     with ``minutes``, the corpus whose minutes it holds and that corpus's licence."""
     from elitr_core.export.dataset_card import card_text
 

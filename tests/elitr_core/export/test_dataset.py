@@ -71,6 +71,7 @@ def test_dataset_round_trip_and_pseudonyms(url: str, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     import datasets
     import pandas as pd
+    from huggingface_hub import DatasetCard
 
     from elitr_core.export.formats import to_json
 
@@ -101,9 +102,18 @@ def test_dataset_round_trip_and_pseudonyms(url: str, tmp_path: Path,
                                      cache_dir=str(tmp_path / "cache"))["train"].to_list()
     assert study["study"] == "crowd" and study["per_item"] == 2
 
-    card = (folder / "README.md").read_text(encoding="utf-8")
-    assert card.startswith("---\nlicense: cc-by-4.0\n") and "ELITR-Bench (Thonet" in card
-    assert "- config_name: scores\n  default: true" in card
+    card = DatasetCard.load(folder / "README.md")
+    assert card.data.license == "cc-by-4.0" and "ELITR-Bench (Thonet" in card.text
+    assert card.data.configs[0] == {"config_name": "scores", "default": True,
+                                    "data_files": [{"split": "train",
+                                                    "path": "scores.parquet"}]}
+    # computed from the data: 72 responses, only who/what/when/howmany questions, and
+    # 72 * 4 scores (under 1,000 rows in the largest file)
+    assert card.data.task_categories == ["question-answering", "text-generation"]
+    assert card.data.size_categories == ["n<1K"] and len(scores) < 1000
+    assert [c["config_name"] for c in card.data.dataset_info] == [
+        "scores", "responses", "questions", "studies"]
+    assert [f["name"] for f in card.data.dataset_info[0]["features"]] == list(frame.columns)
     for path in folder.iterdir():  # no identity or secret in any file, in any encoding
         data = path.read_bytes()
         for secret in (PID, "prolific-", "ann1", CODE, "b" * 24):

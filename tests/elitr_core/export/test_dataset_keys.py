@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from huggingface_hub import DatasetCard
 from sqlmodel import select
 
 from db.evaluators import upsert_evaluator
@@ -84,19 +85,46 @@ def test_the_minutes_stay_out_unless_asked_and_the_card_names_their_licence(
     assert questions.loc[questions["question_type"] != "summary", "reference"].notna().all()
     for path in out.iterdir():
         assert b"MINUTES of the dev" not in path.read_bytes(), path.name
-    card = (out / "README.md").read_text(encoding="utf-8")
-    assert card.startswith("---\nlicense: cc-by-4.0\n") and "--include-minutes" in card
+    card = DatasetCard.load(out / "README.md")
+    assert card.data.license == "cc-by-4.0" and "--include-minutes" in card.text
+    assert card.data.get("license_name") is None
+    # a summary question is in: its task comes from the data
+    assert card.data.task_categories == ["question-answering", "summarization",
+                                         "text-generation"]
 
     assert main(["export", "dataset", str(kept), "--include-minutes", "--db", url]) == 0
     assert "corpus minutes included" in capsys.readouterr().out
     questions = pd.read_parquet(kept / "questions.parquet")
     assert questions.loc[questions["question_type"] == "summary", "reference"].tolist() == [
         MINUTES]
-    card = (kept / "README.md").read_text(encoding="utf-8")
-    assert card.startswith('---\nlicense: other\nlicense_name: "cc-by-4.0 and '
-                           'elitr-minuting-corpus"\nlicense_link: '
-                           '"http://hdl.handle.net/11234/1-4692"\n')
-    assert "ELITR Minuting Corpus" in card and "not covered by CC BY 4.0" in card
+    card = DatasetCard.load(kept / "README.md")
+    assert (card.data.license, card.data.license_name, card.data.license_link) == (
+        "other", "cc-by-4.0 and elitr-minuting-corpus", "http://hdl.handle.net/11234/1-4692")
+    assert "ELITR Minuting Corpus" in card.text and "not covered by CC BY 4.0" in card.text
+    assert "LINDAT/CLARIAH-CZ, handle 11234/1-4692" in card.text
     assert main(["export", "scores", "--include-minutes", "--db", url]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: --include-minutes applies to export dataset DIR only")
+
+
+@pytest.mark.parametrize(("rows", "bucket"), [
+    (0, "n<1K"), (999, "n<1K"), (1000, "1K<n<10K"), (9999, "1K<n<10K"),
+    (10**5, "100K<n<1M"), (10**12 - 1, "100B<n<1T"), (10**12, "n>1T")])
+def test_the_size_category_is_the_hubs_bucket_of_the_largest_file(rows: int,
+                                                                   bucket: str) -> None:
+    import json
+    from importlib import resources
+
+    import pyarrow as pa
+
+    from elitr_core.export.dataset_card import card_data, size_category
+
+    assert size_category(rows) == bucket
+    # the Hub's own list of buckets (shipped with datasets) holds every bucket we write
+    known = json.loads(resources.files("datasets.utils.resources").joinpath(
+        "size_categories.json").read_text())
+    assert bucket in known
+    tables = {"scores": pa.table({"x": list(range(1500))}), "questions": pa.table(
+        {"question_type": ["who", "summary"]})}
+    assert card_data(tables).size_categories == ["1K<n<10K"]
+    assert card_data(tables).task_categories == ["question-answering", "summarization"]

@@ -33,11 +33,21 @@ class ScoreFilter:
 
 def run_label(run: Any = Run) -> Any:
     """A run's name in the analyses: its model, with its ``--variant`` in parentheses when it
-    has one, so a full-context and a retrieval run of one model (``M`` and ``M (bm25)``) are two
-    rows of every table instead of one mixed row. The one place this rule is written: every
-    table, page and pairwise judge reads the name from here (``run``: ``Run`` or an alias)."""
-    return case((col(run.variant) == "", col(run.model)),
-                else_=col(run.model) + " (" + col(run.variant) + ")")
+    has one and its language in brackets when it is not English, so a full-context and a
+    retrieval run of one model (``M`` and ``M (bm25)``), or an English and a Czech run (``M``
+    and ``M [cs]``), are two rows of every table instead of one mixed row. The one place this
+    rule is written: every table, page and pairwise judge reads the name from here (``run``:
+    ``Run`` or an alias), and :func:`label_of` is the same rule on a run's values."""
+    named = case((col(run.variant) == "", col(run.model)),
+                 else_=col(run.model) + " (" + col(run.variant) + ")")
+    return case((col(run.language) == "en", named),
+                else_=named + " [" + col(run.language) + "]")
+
+
+def label_of(model: str, variant: str = "", language: str = "en") -> str:
+    """:func:`run_label` on a run's values (``M``, ``M (bm25)``, ``M (bm25) [cs]``)."""
+    named = f"{model} ({variant})" if variant else model
+    return named if language == "en" else f"{named} [{language}]"
 
 
 def filter_runs(stmt: Any, flt: ScoreFilter) -> Any:

@@ -18,7 +18,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from db.models import NO_SEED, Run
-from db.runs import ScoreFilter
+from db.runs import ScoreFilter, label_of
 from elitr_core.data.credentials import without_credentials
 from elitr_core.errors import UserError
 from elitr_core.vocab import EXPORT_COLUMNS
@@ -58,7 +58,7 @@ def runs_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFrame
 
 
 def _kept(run: Run, flt: ScoreFilter) -> bool:
-    label = f"{run.model} ({run.variant})" if run.variant else run.model
+    label = label_of(run.model, run.variant, run.language)
     return all(value in (None, "", getattr(run, name)) for name, value in (
         ("split", flt.split), ("setting", flt.setting), ("mode", flt.mode))) and (
         not flt.models or run.model in flt.models or label in flt.models)

@@ -99,10 +99,10 @@ def store_harness_run(session: Session, run: HarnessRun, report: ImportReport,
             "text": stored.values["text"], "meta": meta}
     old = keyed.stored_rows(session=session, table=Response, keys=["question_id"],
                             columns=["text"], where={"run_id": [run_id]})
+    label = rq.label_of(model, variant, run.language)
     for (meeting, number), qid in questions.items():
         if qid in rows:
-            guard.check(path=run.source, what=f"the response of {_label(model, variant)} to "
-                        f"meeting {meeting} "
+            guard.check(path=run.source, what=f"the response of {label} to meeting {meeting} "
                         f"question {number}", stored=old.get((qid,)), new=rows[qid],
                         columns=["text"])
     keyed.upsert(session=session, table=Response, rows=list(rows.values()),
@@ -128,7 +128,7 @@ def _refuse_other_setup(session: Session, run: HarnessRun, row: dict[str, Any]) 
     stored = rq.stored_run(session=session, key={k: row[k] for k in _RUN_KEY})
     if stored is None:
         return
-    label = _label(row["model"], row["variant"])
+    label = rq.label_of(row["model"], row["variant"], row["language"])
     if stored.backend != run.backend:
         raise DataFileError(run.source, f"run {label} ({run.setting}-{run.mode} {run.split}) "
                             f"is stored already, made by {stored.backend}: import this log "
@@ -141,10 +141,6 @@ def _refuse_other_setup(session: Session, run: HarnessRun, row: dict[str, Any]) 
         raise DataFileError(run.source, f"run {label} ({run.setting}-{run.mode} {run.split}) "
                             f"is stored with another setup ({listed}): import this log as "
                             "another run with --variant NAME")
-
-
-def _label(model: str, variant: str) -> str:
-    return f"{model} ({variant})" if variant else model
 
 
 def _checked_key(run: HarnessRun, variant: str) -> tuple[str, str]:

@@ -80,6 +80,46 @@ def test_a_run_variant_is_its_own_model_in_every_table(db_url: str) -> None:
     assert "A (bm25)" in {run[-1] for run in records["runs"]}
 
 
+
+def test_a_czech_run_is_its_own_model_in_every_table(db_url: str) -> None:
+    """A Czech run (``language="cs"``) of model A, and a Czech retrieval run, are rows of their
+    own (``A [cs]``, ``A (bm25) [cs]``), never averaged into A's English scores; the runs
+    export's model filter names them the same way."""
+    from elitr_core.export.runs import runs_table
+
+    small_db.build(db_url)
+    with writing(open_database(db_url)) as session:
+        base = session.exec(select(Run).where(Run.model == "A", Run.setting == "qa",
+                                              Run.mode == "st", Run.split == "dev")).one()
+        responses = session.exec(select(Response).where(Response.run_id == base.id)).all()
+        judge_id = session.exec(select(Evaluator.id).where(Evaluator.slug == "gpt-4")).one()
+        for variant, value in (("", 2.0), ("bm25", 3.0)):
+            upsert(session=session, table=Run,
+                   keys=["model", "setting", "mode", "split", "seed", "variant", "language"],
+                   rows=[{"model": "A", "setting": "qa", "mode": "st", "split": "dev",
+                          "seed": base.seed, "variant": variant, "language": "cs",
+                          "config": {}}])
+            czech = session.exec(select(Run).where(Run.language == "cs",
+                                                   Run.variant == variant)).one()
+            upsert(session=session, table=Response, keys=["run_id", "question_id"],
+                   rows=[{"run_id": czech.id, "question_id": r.question_id, "text": "cs",
+                          "meta": {}} for r in responses])
+            for response in session.exec(select(Response).where(Response.run_id == czech.id)):
+                upsert_score(session=session, response_id=response.id, evaluator_id=judge_id,
+                             value=value)
+    rows = read(db_url, score_rows, ScoreFilter(evaluators=("gpt-4",), split="dev",
+                                                 setting="qa", mode="st"))
+    by_model = Counter(r["model"] for r in rows)
+    assert by_model["A"] == by_model["A [cs]"] == by_model["A (bm25) [cs]"] == len(responses)
+    assert {r["score"] for r in rows if r["model"] == "A [cs]"} == {2.0}
+    assert {r["score"] for r in rows if r["model"] == "A (bm25) [cs]"} == {3.0}
+    assert {"A [cs]", "A (bm25) [cs]"} <= set(read(db_url, filter_options)["models"])
+    only = read(db_url, score_rows, ScoreFilter(models=("A [cs]",)))
+    assert {r["model"] for r in only} == {"A [cs]"}
+    runs = read(db_url, runs_table, ScoreFilter(models=("A (bm25) [cs]",)))
+    assert list(zip(runs["model"], runs["variant"], runs["language"], strict=True)) == [
+        ("A", "bm25", "cs")]
+
 def test_look_ups(small_sqlite: str) -> None:
     with reading(open_database(small_sqlite)) as session:
         questions = question_ids(session=session)

@@ -101,6 +101,29 @@ class Response(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class FillerAnswer(SQLModel, table=True):
+    """A model's reply to an answered filler of an interleaved run (``--answered-filler``):
+    stored apart from the benchmark's answers, never scored; ``conversation`` and ``turn``
+    place it in the run's stored plan, ``correct`` of ``total`` sums in their place."""
+
+    __table_args__ = (UniqueConstraint("run_id", "conversation", "turn",
+                                       name="uq_filleranswer_run_turn"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    conversation: int
+    turn: int
+    gap: int
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    expected: str = Field(sa_column=Column(Text, nullable=False))
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    correct: int
+    total: int
+    followed: bool
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class Evaluator(SQLModel, table=True):
     """Who or what scores: an LLM judge, a human pool or a metric."""
 

@@ -57,12 +57,16 @@ class Conversation:
     stored for the first turns (a resumed run): they join the history and are not asked again.
     ``cache_key`` names a long prefix shared with other conversations (one meeting's
     transcript): a backend may compute it once (KV cache, server prompt cache).
+    ``inserted`` holds fixed messages said before a turn (after the answer to the turn before
+    it), never asked: an interleaved conversation with answered fillers gives its later
+    transcripts so (``generation/interleave.py``).
     """
 
     history: Sequence[Message]
     turns: Sequence[str]
     answered: Sequence[str] = ()
     cache_key: str | None = None
+    inserted: Mapping[int, Sequence[Message]] = field(default_factory=dict)
 
     @classmethod
     def single(cls, messages: Sequence[Message], cache_key: str | None = None) -> Conversation:
@@ -81,8 +85,8 @@ class Conversation:
     def messages(self) -> list[Message]:
         """``history`` followed by the turns already answered, as messages."""
         messages = list(self.history)
-        for turn, answer in zip(self.turns, self.answered, strict=False):
-            messages += [{"role": "user", "content": turn},
+        for index, (turn, answer) in enumerate(zip(self.turns, self.answered, strict=False)):
+            messages += [*self.inserted.get(index, ()), {"role": "user", "content": turn},
                          {"role": "assistant", "content": answer}]
         return messages
 
@@ -90,8 +94,10 @@ class Conversation:
         """The messages that ask ``turn``: the history, every earlier turn with its answer
         (``answered``, then ``answers`` given during this call), and the turn itself."""
         earlier = [*self.answered, *answers]
-        done = Conversation(self.history, self.turns[:turn], earlier[:turn])
-        return [*done.messages(), {"role": "user", "content": self.turns[turn]}]
+        done = Conversation(self.history, self.turns[:turn], earlier[:turn],
+                            inserted=self.inserted)
+        return [*done.messages(), *self.inserted.get(turn, ()),
+                {"role": "user", "content": self.turns[turn]}]
 
 
 @dataclass

@@ -338,7 +338,8 @@ class HFEngine(HFBackend):
                 self._single_turns(conversations, single, decoding, on_result)
             if multi:
                 turns = [TurnState(i, conversations[i].messages(), conversations[i].turns,
-                                   len(conversations[i].answered)) for i in multi]
+                                   len(conversations[i].answered),
+                                   inserted=conversations[i].inserted) for i in multi]
                 decode_conversations(self, turns, decoding, on_result)
 
     def _single_turns(self, conversations: Sequence[Conversation], asking: list[int],

@@ -11,7 +11,7 @@ row needs it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -213,6 +213,8 @@ class TurnState:
     turns: Sequence[str]
     next_turn: int
     layers: list[KeyValues] = field(default_factory=list)  # its KV cache, batch 1
+    #: fixed messages said before a turn (``Conversation.inserted``)
+    inserted: Mapping[int, Sequence[dict[str, str]]] = field(default_factory=dict)
     cached_ids: list[int] = field(default_factory=list)  # the tokens that cache holds
 
 
@@ -241,9 +243,10 @@ def decode_conversations(
 def _next_turn(backend: Engine, conversation: TurnState,
                decoding: DecodingConfig) -> DecodingRow:
     """Add the conversation's next question; its cache is cut to what the new prompt reuses."""
-    conversation.messages.append(
-        {"role": "user", "content": conversation.turns[conversation.next_turn]}
-    )
+    conversation.messages += [
+        *conversation.inserted.get(conversation.next_turn, ()),
+        {"role": "user", "content": conversation.turns[conversation.next_turn]},
+    ]
     prompt = backend.prompt_ids(conversation.messages, decoding)
     reused = min(common_token_prefix([conversation.cached_ids, prompt]), len(prompt) - 1)
     conversation.layers = [(k[:, :, :reused], v[:, :, :reused]) for k, v in conversation.layers]

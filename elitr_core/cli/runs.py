@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from functools import partial
 from typing import Any
 
 from elitr_core.cli import startup
@@ -160,6 +161,12 @@ def _interleave_options(p: argparse.ArgumentParser) -> None:
                    help="interleave: switch meeting every N questions (default 1)")
     p.add_argument("--name-meetings", action="store_true",
                    help="interleave: each question names its meeting (Meeting A, B, C)")
+    p.add_argument("--answered-filler", action="store_true",
+                   help="interleave: the model answers the fillers (blocks of sums made from "
+                   "--seed, a turn each; replies checked and stored apart, never scored)")
+    p.add_argument("--plan-only", action="store_true",
+                   help="interleave: print the span plan (each question's target and planned "
+                   "span) and stop: nothing is asked or stored")
 
 
 def _interleaving(args: argparse.Namespace) -> Any:
@@ -167,11 +174,13 @@ def _interleaving(args: argparse.Namespace) -> Any:
     from elitr_core.generation.spec import Interleaving
 
     if args.interleave is None:
-        if args.span or args.switch_every != 1 or args.name_meetings:
-            raise UserError("--span, --switch-every and --name-meetings shape an interleaved "
-                            "run: add --interleave 2 or 3")
+        if (args.span or args.switch_every != 1 or args.name_meetings or args.answered_filler
+                or args.plan_only):
+            raise UserError("--span, --switch-every, --name-meetings, --answered-filler and "
+                            "--plan-only shape an interleaved run: add --interleave 2 or 3")
         return None
-    return Interleaving(args.interleave, args.span, args.switch_every, args.name_meetings)
+    return Interleaving(args.interleave, args.span, args.switch_every, args.name_meetings,
+                        args.answered_filler)
 
 
 def _setup_logging(path: str | None) -> None:
@@ -235,7 +244,32 @@ def cmd_generate(args: argparse.Namespace) -> int:
         context=args.context, top_k=args.top_k, chunk_tokens=args.chunk_tokens,
         interleave=_interleaving(args),
     ).checked()
-    return _run_pass(args, args.model, generate_run, spec, "answer")
+    if args.plan_only:
+        return _plan_only(args, spec)
+    run = generate_run if spec.interleave is None else partial(
+        generate_run, on_plan=partial(_print_plan, spec.interleave.span))
+    return _run_pass(args, args.model, run, spec, "answer")
+
+
+def _print_plan(target: int, asked: Any, unit: str) -> None:
+    from elitr_core.generation.span_plan import plan_lines
+
+    print("\n".join(plan_lines(asked, target, unit)), flush=True)
+
+
+def _plan_only(args: argparse.Namespace, spec: Any) -> int:
+    """Print an interleaved run's span plan; nothing is asked or stored."""
+    from elitr_core.data.database import open_database
+    from elitr_core.generation.span_plan import span_plan
+
+    engine = open_database(args.db)
+    backend = _backend(args, args.model)
+    try:
+        asked = span_plan(engine, spec, backend)
+        _print_plan(spec.interleave.span, asked, backend.token_unit)
+    finally:
+        _close(backend, args.log)
+    return 0
 
 
 def _run_pass(args: argparse.Namespace, model: str, run: Any, spec: Any, unit: str) -> int:
@@ -251,7 +285,7 @@ def _run_pass(args: argparse.Namespace, model: str, run: Any, spec: Any, unit: s
         report = run(engine, spec, backend, progress=TqdmProgress(unit))
     finally:
         _close(backend, args.log)
-    for line in (report.summary(), report.altered_line()):
+    for line in (report.summary(), *report.notes(), report.altered_line()):
         if line:
             print(line)
     return 0

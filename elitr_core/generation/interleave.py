@@ -40,6 +40,7 @@ from typing import Any
 
 from elitr_core.backends.base import Backend, Completion, Conversation, DecodingConfig, Message
 from elitr_core.errors import UserError
+from elitr_core.generation import fillers
 from elitr_core.generation.spec import Interleaving, MeetingWork, QuestionItem
 from elitr_core.passes.lifecycle import ResumablePass
 from elitr_core.prompts.assembly import answer_prompt, format_question
@@ -88,8 +89,13 @@ def _filler_rng(seed: int, group: int, gap: int) -> random.Random:
     return random.Random(f"filler:{seed}:{group}:{gap}")
 
 
-def _filler_pair(rng: random.Random, count: int) -> list[Message]:
-    """The next filler question/answer pair of ``count`` sums drawn from ``rng``."""
+def _filler_pair(rng: random.Random, count: int, answered: bool = False) -> list[Message]:
+    """The next filler question/answer pair of ``count`` sums drawn from ``rng`` (answered:
+    a question the model answers, ``fillers.py``, with its right reply)."""
+    if answered:
+        terms = fillers.draw_terms(rng, count)
+        return [{"role": "user", "content": fillers.question(terms)},
+                {"role": "assistant", "content": ", ".join(str(a + b) for a, b in terms)}]
     terms = [(100 + int(rng.random() * 900), 100 + int(rng.random() * 900))
              for _ in range(count)]
     return [{"role": "user", "content": "What are these sums? "
@@ -113,40 +119,54 @@ def check_span(settings: Interleaving, backend: Backend, max_new_tokens: int) ->
                         f"{MAX_SPAN:,}")
 
 
-def filler_pairs(seed: int, group: int, gap: int, sums: Sequence[int]) -> list[Message]:
+def filler_pairs(seed: int, group: int, gap: int, sums: Sequence[int], *,
+                 answered: bool = False) -> list[Message]:
     """The filler question/answer pairs of one gap, ``sums[i]`` sums in pair ``i``: the same
-    messages for the same arguments (``random.random`` is stable across Python versions)."""
+    messages for the same arguments (``random.random`` is stable across Python versions);
+    ``answered``: the questions the model answers, each with its right reply."""
     rng = _filler_rng(seed, group, gap)
-    return [message for count in sums for message in _filler_pair(rng, count)]
+    return [message for count in sums for message in _filler_pair(rng, count, answered)]
 
 
-def size_fillers(seed: int, group: int, gap: int, tokens: int, count: Counter) -> list[int]:
+def size_fillers(seed: int, group: int, gap: int, tokens: int, count: Counter, *,
+                 answered: bool = False, reply_cap: int | None = None) -> list[int]:
     """Sums per filler pair so the gap's messages reach ``tokens`` (overshooting by at most
     one sum): whole pairs while a whole one fits, then one pair grown sum by sum.
 
     Linear in the pairs: each whole pair is drawn and counted once, from the random state the
     pairs before it left (as :func:`filler_pairs` draws them), and the last pair is redrawn
-    from the state before it (at most :data:`SUMS_PER_FILLER` times)."""
+    from the state before it (at most :data:`SUMS_PER_FILLER` times). ``answered``: blocks of
+    :data:`~elitr_core.generation.fillers.SUMS_PER_ANSWERED` sums the model answers, each
+    reply planned at the right reply's tokens, at most ``reply_cap`` (``--max-new-tokens``).
+    """
     rng = _filler_rng(seed, group, gap)
+    size = fillers.SUMS_PER_ANSWERED if answered else SUMS_PER_FILLER
     sums: list[int] = []
     total = 0  # the tokens of the whole pairs so far (each pair counted once)
     while True:
         before = rng.getstate()
-        whole = _tokens(_filler_pair(rng, SUMS_PER_FILLER), count)
+        whole = _pair_tokens(_filler_pair(rng, size, answered), count, reply_cap)
         if total + whole > tokens:
             break
-        sums.append(SUMS_PER_FILLER)
+        sums.append(size)
         total += whole
     last = grown = 0
-    while total + last < tokens and grown < SUMS_PER_FILLER:
+    while total + last < tokens and grown < size:
         grown += 1
         rng.setstate(before)
-        last = _tokens(_filler_pair(rng, grown), count)
+        last = _pair_tokens(_filler_pair(rng, grown, answered), count, reply_cap)
     return [*sums, grown] if grown else sums
 
 
 def _tokens(messages: Sequence[Message], count: Counter) -> int:
     return sum(count(m["content"]) for m in messages)
+
+
+def _pair_tokens(pair: Sequence[Message], count: Counter, reply_cap: int | None) -> int:
+    """A filler pair's tokens, its reply counted at most ``reply_cap`` (an answered filler's
+    reply is cut there by ``--max-new-tokens``)."""
+    reply = count(pair[1]["content"])
+    return count(pair[0]["content"]) + (reply if reply_cap is None else min(reply, reply_cap))
 
 
 def transcript_messages(transcript: str, letter: str | None) -> list[Message]:
@@ -213,29 +233,46 @@ class GroupPlan:
 
 @dataclass
 class Interleaved:
-    """One interleaved conversation as asked: the fixed ``history`` (transcripts, their
-    acknowledgements, fillers), the questions and their turns in asking order, and what its
-    spans are made of (see :meth:`span`)."""
+    """One interleaved conversation as asked: the fixed ``history`` (the first transcript, its
+    acknowledgement, and without answered fillers every transcript and filler), the turns in
+    asking order (``kinds[t]``: the question, or the answered filler, turn ``t`` asks;
+    ``inserted``: the fixed messages said before a turn, a later transcript among answered
+    fillers), the benchmark's ``questions`` in asking order, and what each question's span is
+    made of (see :meth:`span`; ``planned_answers``: the tokens each turn's answer is planned
+    at)."""
 
     key: str
     history: list[Message]
-    questions: list[QuestionItem]
     turns: list[str]
-    leads: list[int]  # per turn: tokens from the end of its transcript's message to turn 0
-    turn_tokens: list[int]
+    kinds: list[QuestionItem | fillers.FillerTurn]
+    inserted: dict[int, list[Message]]
+    leads: list[int]  # per turn: tokens said since its transcript, answers not counted
+    after: list[int]  # per turn: the first turn after its transcript (answers counted from it)
+    planned_answers: list[int]
+    meetings: list[str | None]  # per turn: the meeting its question is about (None: filler)
+
+    @property
+    def questions(self) -> list[QuestionItem]:
+        """The benchmark's questions, in asking order."""
+        return [kind for kind in self.kinds if isinstance(kind, QuestionItem)]
 
     def span(self, turn: int, answer_tokens: Sequence[int]) -> int:
         """Tokens between the end of ``turn``'s transcript message and its question, given
         the tokens of the answers to the turns before it."""
-        return self.leads[turn] + sum(self.turn_tokens[:turn]) + sum(answer_tokens[:turn])
+        return self.leads[turn] + sum(answer_tokens[self.after[turn]:turn])
+
+    def planned_span(self, turn: int) -> int:
+        """The span ``turn`` is planned at: every answer before it of its planned tokens."""
+        return self.span(turn, self.planned_answers)
 
 
 def plan_group(works: Sequence[MeetingWork], settings: Interleaving, seed: int, group: int,
                count: Counter, *, answer_tokens: int = ANSWER_ESTIMATE,
-               qa_markers: bool = False) -> GroupPlan:
+               qa_markers: bool = False, reply_cap: int | None = None) -> GroupPlan:
     """Plan one conversation of ``works`` (in the seeded group order, which the questions
     follow): transcripts longest first, questions interleaved every ``settings.switch``, and
-    fillers sized (:func:`gap_tokens`) for answers of ``answer_tokens`` tokens."""
+    fillers sized (:func:`gap_tokens`) for answers of ``answer_tokens`` tokens (answered
+    fillers' replies at their right reply's tokens, at most ``reply_cap``)."""
     order = question_order({w.meeting: len(w.questions) for w in works},
                            [w.meeting for w in works], settings.switch)
     by_meeting = {w.meeting: w for w in works}
@@ -252,54 +289,101 @@ def plan_group(works: Sequence[MeetingWork], settings: Interleaving, seed: int, 
     transcripts = [count(transcript_messages(w.transcript, letters[w.meeting])[0]["content"])
                    for w in ordered]
     gaps = gap_tokens(transcripts, count(ACKNOWLEDGEMENT), centres, settings.span)
-    fillers = [size_fillers(seed, group, k, tokens, count) if tokens else []
-               for k, tokens in enumerate(gaps)]
+    sized = [size_fillers(seed, group, k, tokens, count, answered=settings.answered_filler,
+                          reply_cap=reply_cap) if tokens else []
+             for k, tokens in enumerate(gaps)]
     numbers = tuple((m, by_meeting[m].questions[i].number) for m, i in order)
     return GroupPlan(tuple(w.meeting for w in ordered), numbers,
-                     tuple(tuple(f) for f in fillers))
+                     tuple(tuple(f) for f in sized))
 
 
 def _letters(meetings: Sequence[str], named: bool) -> dict[str, str | None]:
     return {m: MEETING_NAMES[i] if named else None for i, m in enumerate(meetings)}
 
 
+class _Said:
+    """A conversation as it is built: fixed messages go to the history until the first turn,
+    then before the next turn (``inserted``); ``fixed``: the tokens said, answers not
+    counted."""
+
+    def __init__(self, count: Counter) -> None:
+        self.count, self.fixed = count, 0
+        self.history: list[Message] = []
+        self.pending: list[Message] = []
+        self.inserted: dict[int, list[Message]] = {}
+        self.turns: list[str] = []
+        self.kinds: list[QuestionItem | fillers.FillerTurn] = []
+        self.before: list[int] = []  # fixed tokens said before each turn's question
+        self.planned: list[int] = []
+        self.meetings: list[str | None] = []  # each turn's meeting (None: a filler)
+
+    def say(self, messages: Sequence[Message]) -> None:
+        (self.pending if self.turns else self.history).extend(messages)
+        self.fixed += _tokens(messages, self.count)
+
+    def ask(self, text: str, kind: QuestionItem | fillers.FillerTurn, planned: int,
+            meeting: str | None = None) -> None:
+        if self.pending:
+            self.inserted[len(self.turns)], self.pending = self.pending, []
+        self.before.append(self.fixed)
+        self.turns.append(text)
+        self.kinds.append(kind)
+        self.planned.append(planned)
+        self.meetings.append(meeting)
+        self.fixed += self.count(text)
+
+
 def build_conversation(plan: GroupPlan, works: dict[str, MeetingWork], settings: Interleaving,
-                       seed: int, group: int, count: Counter, *,
-                       qa_markers: bool = False) -> Interleaved:
-    """The conversation ``plan`` describes, with what each turn's span is made of."""
+                       seed: int, group: int, count: Counter, *, qa_markers: bool = False,
+                       answer_estimate: int = ANSWER_ESTIMATE,
+                       reply_cap: int | None = None) -> Interleaved:
+    """The conversation ``plan`` describes, with what each turn's span is made of. With
+    answered fillers each filler is a turn of its own and a later transcript (with its
+    acknowledgement) is said before the turn after it."""
     letters = _letters(plan.meetings, settings.named)
-    history: list[Message] = []
-    ends: dict[str, int] = {}  # tokens said up to the end of each transcript message
-    said = 0
+    said = _Said(count)
+    ends: dict[str, tuple[int, int]] = {}  # transcript message's end: tokens said, turns asked
     for k, meeting in enumerate(plan.meetings):
         transcript = transcript_messages(works[meeting].transcript, letters[meeting])
-        said += count(transcript[0]["content"])
-        ends[meeting] = said
-        messages = [*transcript, *filler_pairs(seed, group, k, plan.fillers[k])]
-        said += _tokens(messages[1:], count)
-        history += messages
-    questions, turns = [], []
+        said.say(transcript[:1])
+        ends[meeting] = (said.fixed, len(said.turns))
+        said.say(transcript[1:])
+        pairs = filler_pairs(seed, group, k, plan.fillers[k],
+                             answered=settings.answered_filler)
+        if not settings.answered_filler:
+            said.say(pairs)
+            continue
+        for index in range(0, len(pairs), 2):
+            text, reply = pairs[index]["content"], pairs[index + 1]["content"]
+            planned = count(reply) if reply_cap is None else min(count(reply), reply_cap)
+            said.ask(text, fillers.FillerTurn(k, index // 2, text, fillers.sums_of(text)),
+                     planned)
     for meeting, number in plan.order:
         q = next(q for q in works[meeting].questions if q.number == number)
-        questions.append(q)
-        turns.append(question_text(q.text, letters[meeting], qa_markers=qa_markers,
-                                   length_words=q.length_words))
-    return Interleaved("+".join(plan.meetings), history, questions, turns,
-                       [said - ends[m] for m, _ in plan.order], [count(t) for t in turns])
+        said.ask(question_text(q.text, letters[meeting], qa_markers=qa_markers,
+                               length_words=q.length_words), q, answer_estimate, meeting)
+    meetings = said.meetings
+    leads = [said.before[t] - ends[m][0] if m else 0 for t, m in enumerate(meetings)]
+    after = [ends[m][1] if m else t for t, m in enumerate(meetings)]
+    return Interleaved("+".join(plan.meetings), said.history, said.turns, said.kinds,
+                       said.inserted, leads, after, said.planned, meetings)
 
 
 def plan_run(work: Sequence[MeetingWork], settings: Interleaving, seed: int, count: Counter,
              *, max_new_tokens: int, qa_markers: bool = False) -> dict[str, Any]:
     """The run's conversations (stored in its config as ``interleave_plan``): its meetings
     grouped from ``seed``, each group planned for answers of :data:`ANSWER_ESTIMATE` tokens
-    (or ``max_new_tokens`` when fewer), and the meetings left over."""
+    (or ``max_new_tokens`` when fewer; an answered filler's reply at its right reply's
+    tokens, at most ``max_new_tokens``), and the meetings left over."""
     by_meeting = {w.meeting: w for w in work}
     groups, left_out = group_meetings(list(by_meeting), settings.k, seed)
     estimate = min(ANSWER_ESTIMATE, max_new_tokens)
+    cap = max_new_tokens if settings.answered_filler else None
     plans = [plan_group([by_meeting[m] for m in group], settings, seed, index, count,
-                        answer_tokens=estimate, qa_markers=qa_markers).to_dict()
+                        answer_tokens=estimate, qa_markers=qa_markers, reply_cap=cap).to_dict()
              for index, group in enumerate(groups)]
-    return {"groups": plans, "left_out": left_out, "answer_estimate": estimate}
+    extra = {"reply_cap": max_new_tokens} if settings.answered_filler else {}
+    return {"groups": plans, "left_out": left_out, "answer_estimate": estimate, **extra}
 
 
 def conversations(plan: dict[str, Any], work: Sequence[MeetingWork], settings: Interleaving,
@@ -307,50 +391,65 @@ def conversations(plan: dict[str, Any], work: Sequence[MeetingWork], settings: I
     """The conversations of a stored plan, built from the run's meetings."""
     by_meeting = {w.meeting: w for w in work}
     return [build_conversation(GroupPlan.from_dict(group), by_meeting, settings, seed, index,
-                               count, qa_markers=qa_markers)
+                               count, qa_markers=qa_markers,
+                               answer_estimate=int(plan.get("answer_estimate",
+                                                            ANSWER_ESTIMATE)),
+                               reply_cap=plan.get("reply_cap"))
             for index, group in enumerate(plan["groups"])]
 
 
 @dataclass(frozen=True)
 class InterleavedTurns:
-    """An interleaved conversation as asked (its first turns may be stored answers): an
-    answer's ``span`` is measured as it arrives, from the tokens of the answers before it
-    (``answer_tokens``, counted by ``count``), and stored with ``span_target``."""
+    """An interleaved conversation as asked (its first turns may be stored answers), the
+    ``group``-th of its run: an answer's ``span`` is measured as it arrives, from the tokens
+    of the answers before it (``answer_tokens``, counted by ``count``; an answered filler's
+    reply among them), and stored with ``span_target`` and the plan's ``span_planned``."""
 
     plan: Interleaved
     conversation: Conversation
     answer_tokens: list[int]
     count: Counter
     span_target: int
+    group: int = 0
 
-    def answered(self, turn: int,
-                 completion: Completion) -> tuple[QuestionItem, dict[str, Any]]:
-        """The question ``turn`` answers and its meta; the answer joins the span's count."""
+    def answered(self, turn: int, completion: Completion
+                 ) -> tuple[QuestionItem | fillers.FillerTurn, dict[str, Any]]:
+        """What ``turn`` asked (a question, or an answered filler) and its meta; the answer
+        joins the span's count."""
         span = self.plan.span(turn, self.answer_tokens)
         self.answer_tokens.append(self.count(completion.text))
-        return (self.plan.questions[turn],
-                {"turn": turn, "span": span, "span_target": self.span_target})
+        kind = self.plan.kinds[turn]
+        if isinstance(kind, fillers.FillerTurn):
+            return kind, {"turn": turn}
+        return kind, {"turn": turn, "span": span, "span_target": self.span_target,
+                      "span_planned": self.plan.planned_span(turn)}
 
 
 def ask_interleaved(settings: Interleaving, decoding: DecodingConfig, lifecycle: ResumablePass,
                     backend: Backend, asked: Sequence[Interleaved], done: dict[int, str],
-                    store: Callable[[InterleavedTurns, int, Completion], None]) -> None:
-    """Ask every conversation from its first unanswered question (the stored answers join its
-    history, as in Conv-mt); ``store(item, turn, completion)`` each answer, which
+                    store: Callable[[InterleavedTurns, int, Completion], None], *,
+                    done_fillers: dict[tuple[int, int], str] | None = None) -> None:
+    """Ask every conversation from its first unanswered turn (the stored answers join its
+    history, as in Conv-mt; ``done_fillers``: the stored replies of answered fillers by
+    conversation and turn); ``store(item, turn, completion)`` each answer, which
     :meth:`InterleavedTurns.answered` gives its turn and its measured ``span`` (and
-    ``span_target``). The fixed history (fillers included) is never asked or stored."""
+    ``span_target``). Fixed fillers (the history) are never asked or stored."""
     todo = []
-    for conversation in asked:
+    replies = done_fillers or {}
+    for group, conversation in enumerate(asked):
         previous: list[str] = []
-        for q in conversation.questions:  # resumes after the stored prefix
-            if q.question_id not in done:
+        for turn, kind in enumerate(conversation.kinds):  # resumes after the stored prefix
+            answer = (replies.get((group, turn)) if isinstance(kind, fillers.FillerTurn)
+                      else done.get(kind.question_id))
+            if answer is None:
                 break
-            previous.append(done[q.question_id])
-        if len(previous) < len(conversation.questions):
+            previous.append(answer)
+        if len(previous) < len(conversation.turns):
             todo.append(InterleavedTurns(
                 conversation, Conversation(conversation.history, conversation.turns, previous,
-                                           cache_key=conversation.key),
+                                           cache_key=conversation.key,
+                                           inserted=conversation.inserted),
                 [backend.count_tokens(a) for a in previous], backend.count_tokens,
-                settings.span))
+                settings.span, group))
 
     lifecycle.ask(backend, todo, lambda item: item.conversation, lambda _: decoding, store)

@@ -18,7 +18,7 @@ the Czech question.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar, Protocol
@@ -30,13 +30,16 @@ from db import benchmark as bq
 from db import keyed
 from db import responses as pq
 from db import runs as rq
-from db.models import Response, utcnow
+from db.fillers import filler_counts, run_filler_replies, upsert_filler_answers
+from db.models import FillerAnswer, Response, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
 from elitr_core.data.model_text import as_generated
 from elitr_core.errors import UserError
+from elitr_core.generation.fillers import FillerTurn, check_reply
 from elitr_core.generation.interleave import (
     Interleaved,
+    InterleavedTurns,
     ask_interleaved,
     check_span,
     conversations,
@@ -139,10 +142,22 @@ class GenerationReport(PassReport):
 
     run_id: int = 0
     label: str = ""
+    #: the run's answered fillers (all stored, this call's and earlier ones'): replies, those
+    #: that gave every sum right, sums right of sums asked (``None``: no answered filler)
+    fillers: tuple[int, int, int, int] | None = None
 
     @property
     def written(self) -> int:
         return self.asked
+
+    def notes(self) -> list[str]:
+        """The answered fillers' line: whether the model followed them."""
+        if self.fillers is None:
+            return []
+        replies, followed, right, asked = self.fillers
+        share = f" ({followed / replies:.0%})" if replies else ""
+        return [f"fillers (stored apart, never scored): {replies} answered, {followed} with "
+                f"every sum right{share}; {right} of {asked} sums right"]
 
     def summary(self) -> str:
         """One line for the CLI."""
@@ -213,13 +228,17 @@ def stored_answers(engine: Engine, run_id: int) -> dict[int, str]:
 
 
 def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
-                 progress: Progress | None = None) -> GenerationReport:
+                 progress: Progress | None = None,
+                 on_plan: Callable[[list[Interleaved], str], None] | None = None
+                 ) -> GenerationReport:
     """Generate (or finish) one run; return what was done.
 
     Every answer is queued for storage as it arrives (a background writer commits whatever is
     queued, at once, so the backend's thread never waits for a transaction). Any exception (a
     dead server, Ctrl-C) marks the run ``failed`` with the error in its config and propagates;
-    the answers stored so far stay.
+    the answers stored so far stay. ``on_plan(conversations, unit)`` is given an interleaved
+    run's conversations (their planned spans) and the backend's token unit before anything
+    is asked.
     """
     spec = spec.checked()
     if spec.interleave is not None:
@@ -236,6 +255,8 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
         with writing(engine) as session:
             _record_end(session, "failed", exc, run_id=run_id)
         raise
+    if interleaved and on_plan is not None:
+        on_plan(interleaved, backend.token_unit)
     asked = ([q for c in interleaved for q in c.questions] if spec.interleave
              else [q for w in work for q in w.questions])
     report.total = len(asked)
@@ -249,13 +270,52 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
     answers = RunAnswers(lifecycle.store, run_id)
     with lifecycle.running(report.label):
         if spec.interleave is not None:
-            ask_interleaved(spec.interleave, spec.decoding, lifecycle, backend, interleaved,
-                            done, answers.put_turn)
+            _ask_interleaved_run(engine, spec, lifecycle, backend, interleaved, done, answers)
         elif spec.mode == "st":
             _single_turn(spec, lifecycle, backend, work, done, answers)
         else:
             _multi_turn(spec, lifecycle, backend, work, done, answers)
+    if spec.interleave is not None and spec.interleave.answered_filler:
+        with writing(engine) as session:
+            report.fillers = filler_counts(session=session, run_id=run_id)
     return report
+
+
+def _ask_interleaved_run(engine: Engine, spec: GenerationSpec, lifecycle: ResumablePass,
+                         backend: Backend, interleaved: Sequence[Interleaved],
+                         done: dict[int, str], answers: RunAnswers) -> None:
+    """An interleaved run's conversations; with answered fillers each reply is checked and
+    stored apart (``FillerAnswer``, its own writer), each benchmark answer as any other, and a
+    resumed conversation goes on after its stored answers and replies."""
+    assert spec.interleave is not None
+    answered = spec.interleave.answered_filler
+    with writing(engine) as session:
+        stored = run_filler_replies(session=session, run_id=answers.run_id) if answered else {}
+    replies = {key: as_generated(text, meta) for key, (text, meta) in stored.items()}
+    counts = PassReport()  # the replies' own counts: never the run's answers
+    store = Store(engine, Storing(FillerAnswer, upsert_filler_answers,
+                                  key=("run_id", "conversation", "turn"), name="filler-writer",
+                                  note="meta"), counts, NullProgress()) if answered else None
+
+    def put(item: InterleavedTurns, turn: int, completion: Completion) -> None:
+        kind, extra = item.answered(turn, completion)
+        if isinstance(kind, FillerTurn):
+            assert store is not None  # a filler turn only with answered fillers
+            checked = check_reply(kind.expected, completion.text)
+            store.put({"run_id": answers.run_id, "conversation": item.group, "turn": turn,
+                       "gap": kind.gap, "question": kind.question,
+                       "expected": kind.expected_text, "text": completion.text, **checked,
+                       "meta": completion_meta(completion, **extra), "created_at": utcnow()},
+                      original=completion.text)
+        else:
+            answers.put(kind, completion, extra)
+
+    try:
+        ask_interleaved(spec.interleave, spec.decoding, lifecycle, backend, interleaved, done,
+                        put, done_fillers=replies)
+    finally:
+        if store is not None:
+            store.close()
 
 
 def _single_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend,

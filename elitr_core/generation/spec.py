@@ -32,13 +32,15 @@ from elitr_core.vocab import (
 @dataclass(frozen=True)
 class Interleaving:
     """An interleaved run's settings: ``k`` meetings a conversation, the memory ``span`` in
-    tokens (0: no filler), a switch of meeting every ``switch`` questions, and whether each
-    question names its meeting (``named``)."""
+    tokens (0: no filler), a switch of meeting every ``switch`` questions, whether each
+    question names its meeting (``named``), and whether the model answers the fillers
+    (``answered_filler``: each filler a turn of its own, ``generation/fillers.py``)."""
 
     k: int
     span: int = 0
     switch: int = 1
     named: bool = False
+    answered_filler: bool = False
 
     def checked(self) -> Interleaving:
         """These settings, or a :class:`UserError` naming the bad one."""
@@ -47,6 +49,9 @@ class Interleaving:
         if self.span < 0 or self.switch < 1:
             raise UserError(f"--span must be >= 0 tokens and --switch-every >= 1 question "
                             f"(got {self.span}, {self.switch})")
+        if self.answered_filler and not self.span:
+            raise UserError("--answered-filler asks the fillers that set the span: give "
+                            "--span TOKENS too")
         return self
 
     @property
@@ -59,8 +64,12 @@ class Interleaving:
         return f"{self.span / 1000:g}k" if self.span else ""
 
     def to_dict(self) -> dict[str, Any]:
-        """What the run's identity records."""
-        return asdict(self)
+        """What the run's identity records (``answered_filler`` only when set, so a run
+        stored before the option existed keeps its identity)."""
+        values = asdict(self)
+        if not self.answered_filler:
+            del values["answered_filler"]
+        return values
 
 
 @dataclass(frozen=True)

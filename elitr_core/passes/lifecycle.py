@@ -67,6 +67,10 @@ class PassReport:
         """``"1,234 prompt, 56 completion, 0 cached"`` for the summary lines."""
         return ", ".join(f"{v:,} {k.removesuffix('_tokens')}" for k, v in self.usage.items())
 
+    def notes(self) -> list[str]:
+        """Further lines the CLI prints after the summary (none by default)."""
+        return []
+
     def altered_line(self) -> str:
         """The CLI's one line about outputs stored altered ("" when none was)."""
         if not self.altered:

@@ -1,0 +1,151 @@
+"""Answered fillers (``generate --interleave K --span N --answered-filler``, issue 44) over the
+real ``openai`` client and a loopback server, on SQLite and PostgreSQL: every filler is a turn
+the model answers, its reply checked and stored apart (``filleranswer``), every benchmark
+answer stored once and only those; ``--plan-only`` prints the spans, stores and asks nothing,
+and the run then measures each span within 1% of the printed plan (the same plan: its
+``span_planned`` equals the printed one), each span equal to an independent count of the
+words the server received between the transcript and the question.
+
+The loopback server answers a question with a reply of about the planned length (31 words
+for a 32-word plan) and a filler with its sums, wrong on every third filler: the plan holds
+within 1% when the answers keep near their planned lengths, which is what is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from elitr_core.backends.base import Message
+from elitr_core.cli.main import main
+from elitr_core.generation.fillers import QUESTION_START, check_reply, sums_of
+from tests.elitr_core.backends.fake_openai_server import (
+    FakeOpenAIServer,
+    ServerScript,
+    running_server,
+)
+from tests.elitr_core.run_helpers import (
+    MEETINGS,
+    questions,
+    responses,
+    rows,
+    set_transcripts,
+    transcript_of,
+)
+
+SPAN = 6_000  # words
+TRANSCRIPT_START = "The following is the transcript of a meeting with multiple participants"
+WRONG_EVERY = 3
+
+
+def scripted_reply(messages: list[Message]) -> str:
+    """A filler's sums (every third one off by one), or a 31-word answer to a question."""
+    last = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    if last.startswith(QUESTION_START):
+        fillers_asked = sum(m["role"] == "user" and m["content"].startswith(QUESTION_START)
+                            for m in messages)
+        sums = list(sums_of(last))
+        if fillers_asked % WRONG_EVERY == 0:
+            sums[0] += 1
+        return ", ".join(str(s) for s in sums)
+    return "A: " + " ".join(["word"] * 30)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with running_server(ServerScript(reply=scripted_reply, exact_reply=True)) as fake:
+        yield fake
+
+
+def generate(url: str, server: FakeOpenAIServer, *extra: str) -> list[str]:
+    return ["generate", "--backend", "openai", "--base-url", server.base_url, "--model",
+            "served-model", "--max-retries", "0", "--setting", "conv", "--interleave", "2",
+            "--span", str(SPAN), "--answered-filler", "--split", "test2", "--meetings",
+            ",".join(MEETINGS), "--max-new-tokens", "64", "--db", url, *extra]
+
+
+def printed_plan(out: str) -> dict[tuple[int, int], int]:
+    """(conversation, turn) -> planned span, read from the printed table."""
+    found = {}
+    for line in out.splitlines():
+        cells = line.split()
+        if len(cells) == 7 and cells[0].isdigit() and cells[2].startswith("meeting_"):
+            found[(int(cells[0]), int(cells[1]))] = int(cells[5])
+    return found
+
+
+def words_between(messages: list[dict[str, str]], meeting: str) -> int:
+    """Whitespace words of the contents after ``meeting``'s transcript message up to the last
+    (the question's) message: the span, counted apart from the run."""
+    start = next(i for i, m in enumerate(messages) if m["role"] == "user"
+                 and transcript_of(meeting) in m["content"])
+    return sum(len(m["content"].split()) for m in messages[start + 1 : -1])
+
+
+def test_answered_fillers_are_answered_stored_apart_and_the_plan_holds(
+        bundled_db: str, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:
+    url = bundled_db
+    set_transcripts(url)
+    assert main(generate(url, server, "--plan-only")) == 0
+    out = capsys.readouterr().out
+    plan = printed_plan(out)
+    assert len(plan) == 28 and "answered filler(s)" in out and "target 6,000" in out
+    assert not rows(url, "SELECT id FROM run WHERE model = 'served-model'")
+    assert server.successful() == []  # nothing asked
+
+    assert main(generate(url, server)) == 0
+    out = capsys.readouterr().out
+    assert printed_plan(out) == plan  # the run prints the same plan before it asks
+    (run_id, raw), = rows(url, "SELECT id, config FROM run WHERE model = 'served-model'")
+    config = json.loads(raw) if isinstance(raw, str) else raw
+    assert config["interleave"]["answered_filler"] is True
+
+    stored = responses(url, run_id)  # fails on a duplicate
+    by_id = {qid: (m, n) for qid, m, n, _ in questions(url, setting="conv")}
+    assert set(stored) == set(by_id) and len(stored) == 28
+    assert not any(text.startswith(QUESTION_START) or re.fullmatch(r"[\d, ]+", text)
+                   for text, _ in stored.values())
+    fillers = rows(url, "SELECT conversation, turn, question, expected, text, correct, total, "
+                        "followed FROM filleranswer WHERE run_id = :r ORDER BY turn", r=run_id)
+    records = server.successful()
+    asked = Counter(r.last_user for r in records)
+    assert len(records) == 28 + len(fillers) and max(asked.values()) == 1  # each asked once
+    assert all(q.startswith(QUESTION_START) for _, _, q, *_ in fillers)
+    for index, (_, _, question, expected, reply, correct, total, followed) in enumerate(
+            fillers, 1):
+        right = index % WRONG_EVERY != 0
+        assert expected == ", ".join(str(s) for s in sums_of(question))
+        assert bool(followed) is right and total == len(sums_of(question))
+        assert correct == (total if right else total - 1)
+        assert check_reply(sums_of(question), reply)["followed"] is right
+    assert (f"fillers (stored apart, never scored): {len(fillers)} answered, "
+            f"{sum(bool(f[7]) for f in fillers)} with every sum right") in out
+
+    spans = []
+    for record in records:
+        if record.last_user.startswith(QUESTION_START):
+            continue
+        qid = next(q for q, (text, meta) in stored.items()
+                   if meta["turn"] == turn_of(record, stored))
+        meta = stored[qid][1]
+        meeting = by_id[qid][0]
+        assert meta["span"] == words_between(record.messages, meeting)
+        assert meta["span_planned"] == plan[(1, meta["turn"])]
+        spans.append((meta["span"], meta["span_planned"]))
+        assert abs(meta["span"] - meta["span_planned"]) <= 0.01 * meta["span_planned"], meta
+    assert len(spans) == 28
+
+
+def turn_of(record: Any, stored: dict[int, tuple[str, dict[str, Any]]]) -> int:
+    """The turn of a recorded request: the user messages after the first transcript."""
+    users = [m for m in record.messages if m["role"] == "user"]
+    first = next(i for i, m in enumerate(users)
+                 if m["content"].startswith(TRANSCRIPT_START))
+    later = [m for m in users[first + 1:] if not m["content"].startswith(
+        TRANSCRIPT_START)]
+    return len(later) - 1

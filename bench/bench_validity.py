@@ -14,29 +14,31 @@ mostly between the meetings of a conversation); ``a sweep``: each conversation a
 own span (4,000-32,000, as runs at several ``--span``), so the span varies mostly between
 conversations. The share of p < 0.05 of:
 
-- ``sign-flip, meetings``: ``stats.paired.paired_by_meeting`` with meetings as clusters (the
-  old ``export interleaving``);
-- ``sign-flip, conversations``: the same with conversations as clusters (the table now);
-- ``CR1 by meeting`` / ``CR1 by conversation``: the span trend's t-test,
+- ``sign-flip by meeting``: the sign-flip test over meetings, ``stats.paired.paired_by_meeting``'s
+  ``p`` (``cluster_tests.sign_flip_p`` of the meetings' sums; the old ``export interleaving``);
+- ``sign-flip by conversation``: the same over conversations (the table now);
+- ``CR1 by meeting`` / ``CR1 by conversation``: the span trend's t-test of
   ``stats.interleaving.cluster_slope`` (OLS, CR1, t on G - 1 df), clustered by meeting (the
-  old ``interleaving-span``) and by conversation;
+  old ``interleaving-span``) and by conversation (the interval the table prints beside ``p``);
 - ``wild by conversation``: the trend's ``p`` now, ``stats.cluster_tests.wild_cluster_p``
   over conversations (all 2^G patterns up to 12 conversations; 1,999 random ones above, where
   the table draws 9,999).
 
-With ``--replicates R`` the Monte-Carlo standard error of a size near 0.05 is
-sqrt(0.05 * 0.95 / R) (0.005 at R = 2000). Figures are shares, not times; the load average is
-printed anyway.
+Each size is printed with its Monte-Carlo standard error, sqrt(size (1 - size) / R) (near
+0.05: 0.0031 at the default R = 5,000, so a test of exact size 0.05 lands in 0.044-0.056 in
+19 of 20 cells). The tests take arrays of data sets (``sign_flip_ps``, ``cr1_slope_ps``,
+``wild_cluster_ps``, tested equal to the one-set functions), so 5,000 data sets a cell run
+in minutes. Figures are shares, not times; the load average is printed anyway.
 
-    python bench/bench_validity.py [--section interleaving] [--replicates 2000]
+    python bench/bench_validity.py [--section interleaving] [--replicates 5000]
                                    [--out bench/results/x.md]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,10 +46,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import publish  # noqa: E402
-from elitr_core.stats.cluster_tests import wild_cluster_p  # noqa: E402
-from elitr_core.stats.interleaving import cluster_slope  # noqa: E402
-from elitr_core.stats.paired import paired_by_meeting  # noqa: E402
+from bench.report import publish, uptime  # noqa: E402
+from elitr_core.stats.cluster_tests import (  # noqa: E402
+    cluster_moments,
+    cr1_slope_ps,
+    sign_flip_ps,
+    wild_cluster_ps,
+)
 
 #: (K meetings a conversation, G conversations): the issue's int2 (8 meetings in 4) and int3
 #: (6 in 2) runs of one split, then runs over more meetings, where a test can reach 0.05.
@@ -56,50 +61,73 @@ CONVERSATION_SD = (0.5, 1.0)
 SPAN = 16_000
 
 
-def interleaved_null(rng: np.random.Generator, k: int, g: int,
-                     sd: float) -> tuple[np.ndarray, ...]:
-    """One null data set: per question its value, meeting, conversation and spans (tokens)
-    in the two layouts."""
-    sizes = rng.integers(8, 23, k * g)
-    meeting = np.repeat(np.arange(k * g), sizes)
+#: Data sets simulated and tested at once (the tests take arrays of data sets)
+BLOCK = 250
+COLUMNS = ("sign-flip by meeting (old)", "sign-flip by conversation (now)",
+           "one run: CR1 by meeting (old)", "CR1 by conversation", "wild by conversation (now)",
+           "a sweep: CR1 by meeting (old)", "CR1 by conversation", "wild by conversation (now)")
+
+
+def interleaved_nulls(rng: np.random.Generator, k: int, g: int, sd: float,
+                      sets: int) -> dict[str, np.ndarray]:
+    """``sets`` null data sets, one row a question: its data set, meeting and conversation
+    (numbered within the set), value and spans (tokens) in the two layouts."""
+    sizes = rng.integers(8, 23, (sets, k * g))
+    rows = sizes.ravel()
+    data_set = np.repeat(np.arange(sets), sizes.sum(1))
+    meeting = np.repeat(np.tile(np.arange(k * g), sets), rows)
     conversation = meeting // k
-    value = rng.normal(0.0, sd, g)[conversation] + rng.normal(0.0, 1.0, meeting.size)
-    transcript = rng.uniform(6_000, 14_000, k * g)
-    later = np.array([transcript[m + 1:(m // k + 1) * k].sum() for m in range(k * g)])
-    place = np.concatenate([np.arange(n) for n in sizes]) * 60.0 * k
-    sweep = rng.uniform(4_000, 32_000, g)[conversation] + place
-    return value, meeting, conversation, SPAN + later[meeting] + place, sweep
+    effect = rng.normal(0.0, sd, (sets, g))
+    value = effect[data_set, conversation] + rng.normal(0.0, 1.0, data_set.size)
+    transcript = rng.uniform(6_000, 14_000, (sets, g, k))
+    # the transcripts asked after each meeting's own, within its conversation
+    later = (np.cumsum(transcript[..., ::-1], 2)[..., ::-1] - transcript).reshape(sets, k * g)
+    first = np.repeat(np.cumsum(rows) - rows, rows)
+    place = (np.arange(data_set.size) - first) * 60.0 * k
+    sweep = rng.uniform(4_000, 32_000, (sets, g))[data_set, conversation] + place
+    return {"data_set": data_set, "meeting": meeting, "conversation": conversation,
+            "value": value, "span": SPAN + later[data_set, meeting] + place, "sweep": sweep}
 
 
-def interleaving_row(k: int, g: int, sd: float, replicates: int, seed: int) -> list[float]:
+def interleaving_block(k: int, g: int, sd: float, sets: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """p < 0.05 of the eight tests (columns) on ``sets`` null data sets (rows)."""
+    d = interleaved_nulls(rng, k, g, sd, sets)
+    ds, value = d["data_set"], d["value"]
+    p = []
+    for clusters, m in (("meeting", k * g), ("conversation", g)):
+        sums = np.bincount(ds * m + d[clusters], value, sets * m).reshape(sets, m)
+        # paired_by_meeting's p: sign_flip_p of the clusters' sums, 10,000 random patterns
+        p.append(sign_flip_ps(sums, 10_000, rng))
+    for x in (d["span"] / 1000, d["sweep"] / 1000):
+        by_meeting = cluster_moments(x, value, d["meeting"], ds, sets)
+        by_conversation = cluster_moments(x, value, d["conversation"], ds, sets)
+        p += [cr1_slope_ps(by_meeting), cr1_slope_ps(by_conversation),
+              wild_cluster_ps(by_conversation, 1999, rng)]
+    return np.column_stack(p) < 0.05
+
+
+def interleaving_row(k: int, g: int, sd: float, replicates: int, seed: int) -> np.ndarray:
     """Share of p < 0.05 of the eight tests over ``replicates`` null data sets."""
-    rng = np.random.default_rng(seed)
-    hits = np.zeros(8)
-    for r in range(replicates):
-        value, meeting, conversation, span, sweep = interleaved_null(rng, k, g, sd)
-        names = ("bench", str(r))
-        p = [paired_by_meeting(value, clusters, names, n_bootstrap=0, seed=seed,
-                               confidence=0.95, same="")["p"]
-             for clusters in (meeting, conversation)]
-        for x in (span / 1000, sweep / 1000):
-            p += [cluster_slope(x, value, meeting)["p"], cluster_slope(x, value, conversation)["p"],
-                  wild_cluster_p(x, value, conversation, 1999, rng)]
-        hits += np.array(p) < 0.05
-    return list(hits / replicates)
+    rng = np.random.default_rng([seed, k, g, int(sd * 100)])
+    hits = np.zeros(len(COLUMNS))
+    for start in range(0, replicates, BLOCK):
+        hits += interleaving_block(k, g, sd, min(BLOCK, replicates - start), rng).sum(0)
+    return hits / replicates
 
 
 def interleaving(replicates: int, seed: int) -> list[str]:
-    """The ``interleaving`` section: a markdown table of sizes."""
-    lines = ["| K | conversations | meetings | conversation sd | sign-flip by meeting (old) | "
-             "sign-flip by conversation (now) | one run: CR1 by meeting (old) | "
-             "CR1 by conversation | wild by conversation (now) | a sweep: CR1 by meeting "
-             "(old) | CR1 by conversation | wild by conversation (now) |",
-             "|" + "---|" * 12]
+    """The ``interleaving`` section: a markdown table of sizes, each with its Monte-Carlo
+    standard error sqrt(size (1 - size) / replicates) in brackets."""
+    lines = ["| K | conversations | meetings | conversation sd | " + " | ".join(COLUMNS) + " |",
+             "|" + "---|" * (4 + len(COLUMNS))]
     for k, g in DESIGNS:
         for sd in CONVERSATION_SD:
             row = interleaving_row(k, g, sd, replicates, seed)
+            se = np.sqrt(row * (1 - row) / replicates)
             lines.append(f"| {k} | {g} | {k * g} | {sd:g} | "
-                         + " | ".join(f"{share:.3f}" for share in row) + " |")
+                         + " | ".join(f"{a:.3f} ({b:.3f})" for a, b in zip(row, se, strict=True))
+                         + " |")
             print(lines[-1], flush=True)
     return lines
 
@@ -111,17 +139,18 @@ def main() -> None:
     """Run the sections asked for and print (or write) their tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--section", choices=sorted(SECTIONS), action="append")
-    parser.add_argument("--replicates", type=int, default=2000)
+    parser.add_argument("--replicates", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    out = [f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+    start = time.perf_counter()
+    out = [f"`uptime` before: {uptime()}",
            f"replicates: {args.replicates} (MC standard error of a size near 0.05: "
            f"{np.sqrt(0.05 * 0.95 / args.replicates):.4f}), seed {args.seed}", ""]
     for name in args.section or sorted(SECTIONS):
         print(f"## {name}", flush=True)
         out += [f"## {name}", "", *SECTIONS[name](args.replicates, args.seed), ""]
-    out.append(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    out.append(f"`uptime` after: {uptime()}; {time.perf_counter() - start:.0f} s")
     publish("\n".join(out) + "\n", args.out)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 #: Up to this many clusters the sign-flip test enumerates all 2^M flips (exact p-value).
 EXACT_CLUSTERS = 20
@@ -47,6 +48,26 @@ def _exact_hits(sums: np.ndarray, threshold: float) -> int:
     high = right.size - np.searchsorted(right, threshold - left, side="left")
     low = np.searchsorted(right, -threshold - left, side="right")
     return int(high.sum() + low.sum())
+
+
+def _exact_hits_rows(sums: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """:func:`_exact_hits` of every row at once: each row's sorted right-half totals are
+    shifted by a multiple of a gap wider than any row's range, so one sorted array and one
+    binary search serve all rows (the shifts are below 1e6, far inside the 1e-9 tie
+    tolerance's reach of a double)."""
+    rows, m = sums.shape
+    half = m // 2
+    left = sums[:, :half] @ _all_signs(half).T
+    right = np.sort(sums[:, half:] @ _all_signs(m - half).T, axis=1)
+    gap = 4 * (np.abs(sums).sum(1).max() + np.abs(thresholds).max()) + 1
+    shift = np.arange(rows)[:, None] * gap
+    flat = (right + shift).ravel()
+    before = np.arange(rows)[:, None] * right.shape[1]
+    t = thresholds[:, None]
+    high = before + right.shape[1] - np.searchsorted(flat, t - left + shift, side="left")
+    low = np.searchsorted(flat, -t - left + shift, side="right") - before
+    hits = (high + low).sum(1)
+    return np.where(thresholds <= 0, 1 << m, hits)
 
 
 def sign_flip_p(cluster_sums: np.ndarray, n_random: int = 10_000,
@@ -94,15 +115,26 @@ def sign_flip_p(cluster_sums: np.ndarray, n_random: int = 10_000,
     >>> sign_flip_p(np.array([1.0, 2.0, 3.0]))  # 2 of the 8 patterns reach |6|
     0.25
     """
+    return float(sign_flip_ps(np.asarray(cluster_sums, float)[None], n_random, rng)[0])
+
+
+def sign_flip_ps(cluster_sums: np.ndarray, n_random: int = 10_000,
+                 rng: np.random.Generator | None = None) -> np.ndarray:
+    """:func:`sign_flip_p` of each row of ``cluster_sums`` (data sets x clusters), the random
+    sign patterns (more than :data:`EXACT_CLUSTERS` clusters) drawn once and shared by the rows:
+    each row's p-value is the one :func:`sign_flip_p` gives with the same ``rng``, and a
+    simulation of many data sets costs one matrix product per chunk of patterns."""
     sums = np.asarray(cluster_sums, float)
-    threshold = abs(sums.sum()) * (1 - _TIE) - _TIE
-    if sums.size <= EXACT_CLUSTERS:
-        return _exact_hits(sums, threshold) / (1 << sums.size)
+    thresholds = np.abs(sums.sum(1)) * (1 - _TIE) - _TIE
+    if sums.shape[1] <= EXACT_CLUSTERS:
+        hits = (_exact_hits(sums[0], thresholds[0]) if len(sums) == 1
+                else _exact_hits_rows(sums, thresholds))
+        return np.asarray(hits, float).reshape(-1) / (1 << sums.shape[1])
     rng = rng if rng is not None else np.random.default_rng(0)
-    hits = 0
+    hits = np.zeros(len(sums))
     for start in range(0, n_random, _CHUNK):
-        signs = rng.choice([-1.0, 1.0], size=(min(_CHUNK, n_random - start), sums.size))
-        hits += int((np.abs(signs @ sums) >= threshold).sum())
+        signs = rng.choice([-1.0, 1.0], size=(min(_CHUNK, n_random - start), sums.shape[1]))
+        hits += (np.abs(signs @ sums.T) >= thresholds).sum(0)
     return (1 + hits) / (1 + n_random)
 
 
@@ -152,8 +184,9 @@ def wild_cluster_p(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, n_random:
     :data:`EXACT_WILD` clusters (the smallest p is then 2^(1-G), so G = 5 cannot reach
     0.05), else ``n_random`` random ones, ``(1 + hits) / (1 + n_random)``. With few clusters
     and a regressor that varies between them, the CR1 t-test on G - 1 degrees of freedom
-    rejects a true null far too often (4 conversations: about 0.2 at 0.05, 20: 0.07,
-    ``bench/bench_validity.py``); this test holds its level (0.035-0.063 with 10-20).
+    rejects a true null far too often (4 conversations: about 0.2 at 0.05, 20: 0.08,
+    ``bench/bench_validity.py``); this test holds its level (0.045-0.058 with 10-20, Monte-Carlo
+    standard error 0.003).
 
     References
     ----------
@@ -163,38 +196,92 @@ def wild_cluster_p(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, n_random:
     wild bootstrap for few (treated) clusters. Econometrics Journal, 21(2), 114-135.
     """
     codes = pd.factorize(np.asarray(clusters))[0]
-    g, n = int(codes.max()) + 1, x.size
-    design = np.column_stack([np.ones(n), x])
-    bread = np.linalg.inv(design.T @ design)
-    residual = y - y.mean()
-    moved = np.zeros((g, 2))  # X_g' u_g: what a cluster's flip adds to X'y
-    np.add.at(moved, codes, design * residual[:, None])
-    level = np.zeros((g, 2))  # X_g' 1 mean(y)
-    np.add.at(level, codes, design * y.mean())
-    gram = np.zeros((g, 2, 2))  # X_g' X_g
-    np.add.at(gram, codes, design[:, :, None] * design[:, None, :])
-    scale = g / (g - 1) * (n - 1) / (n - 2)
+    moments = cluster_moments(np.asarray(x, float), np.asarray(y, float), codes)
+    return float(wild_cluster_ps(moments, n_random, rng)[0])
 
-    def t_of(signs: np.ndarray) -> np.ndarray:
-        beta = np.array([y.mean(), 0.0]) + (signs @ moved) @ bread.T
-        scores = (level[None] + signs[:, :, None] * moved[None]
-                  - np.einsum("gij,pj->pgi", gram, beta))
-        meat = np.einsum("pgi,pgj->pij", scores, scores)
-        var = np.einsum("i,pij,j->p", bread[1], meat, bread[1]) * scale
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.abs(beta[:, 1]) / np.sqrt(var)
 
-    observed = float(t_of(np.ones((1, g)))[0])
-    if not np.isfinite(observed):
-        return float("nan")
+def cluster_moments(x: np.ndarray, y: np.ndarray, codes: np.ndarray,
+                    data_set: np.ndarray | None = None, n_sets: int = 1) -> np.ndarray:
+    """What a straight-line fit with cluster-robust errors needs of each cluster: its count
+    and sums of ``x``, ``x^2``, ``y`` and ``x y`` (``x`` centred on each data set's mean,
+    which changes no slope, standard error or test and keeps the sums small).
+
+    ``codes`` numbers the clusters 0..G-1 within each data set; ``data_set`` (0..n_sets-1,
+    default all 0) says which data set a row belongs to, every set with the same G. Returns
+    an array ``(n_sets, G, 5)``."""
+    data_set = np.zeros(x.size, np.int64) if data_set is None else data_set
+    g = int(codes.max()) + 1
+    centre = np.bincount(data_set, x, n_sets) / np.bincount(data_set, None, n_sets)
+    xc = x - centre[data_set]
+    cell = data_set * g + codes
+    return np.stack([np.bincount(cell, w, n_sets * g)
+                     for w in (None, xc, xc * xc, y, xc * y)], 1).reshape(n_sets, g, 5)
+
+
+def wild_cluster_ps(moments: np.ndarray, n_random: int = 9_999,
+                    rng: np.random.Generator | None = None) -> np.ndarray:
+    """:func:`wild_cluster_p` of each data set from its :func:`cluster_moments` (sets x G x 5),
+    every set at once; random patterns (more than :data:`EXACT_WILD` clusters) are drawn once
+    and shared by the sets, as :func:`sign_flip_ps` does."""
+    count, sx, sxx, sy, sxy = np.moveaxis(moments, 2, 0)  # each (sets, G)
+    g = count.shape[1]
+    n = count.sum(1)
+    gram = np.stack([np.stack([count, sx], -1), np.stack([sx, sxx], -1)], -1)  # (s, G, 2, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bread = np.linalg.inv(gram.sum(1))  # (s, 2, 2)
+        mean_y = sy.sum(1) / n
+        moved = np.stack([sy - mean_y[:, None] * count, sxy - mean_y[:, None] * sx], -1)
+        # each cluster's contribution to the slope's score, bread[1] . X_g'(y*_g - X_g beta*),
+        # is s_g bread[1] . moved_g - bread[1] . gram_g (beta* - (mean(y), 0)), linear in s
+        m = np.einsum("si,sgi->sg", bread[:, 1], moved)
+        c = np.einsum("si,sgij->sgj", bread[:, 1], gram)
+        shift = np.einsum("sgi,sji->sgj", moved, bread)  # what flipping g adds to beta
+        scale = g / (g - 1) * (n - 1) / (n - 2)
+
+        # so the scores are E s with E = diag(m) - c shift' (G x G per set)
+        effect = m[:, :, None] * np.eye(g) - np.matmul(c, shift.transpose(0, 2, 1))
+        slope_shift = shift[..., 1]  # what flipping g adds to the slope: (sets, G)
+
+        def t_of(signs: np.ndarray) -> np.ndarray:  # (sets, patterns)
+            w = np.matmul(signs, effect.transpose(0, 2, 1))  # (sets, patterns, G)
+            return np.abs(signs @ slope_shift[..., None])[..., 0] / np.sqrt(
+                np.einsum("spg,spg->sp", w, w) * scale[:, None])
+
+        observed = t_of(np.ones((1, g)))[:, 0]
     threshold = observed * (1 - _TIE)
+    hits = np.zeros(len(moments))
+    chunk = max(64, (1 << 21) // (len(moments) * g))  # patterns a step: arrays of ~2M values
     if g <= EXACT_WILD:
-        hits = sum(int((t_of(_all_signs(g)[start:start + _CHUNK]) >= threshold).sum())
-                   for start in range(0, 1 << g, _CHUNK))
-        return hits / (1 << g)
-    rng = rng if rng is not None else np.random.default_rng(0)
-    hits = 0
-    for start in range(0, n_random, _CHUNK):
-        signs = rng.choice([-1.0, 1.0], size=(min(_CHUNK, n_random - start), g))
-        hits += int((t_of(signs) >= threshold).sum())
-    return (1 + hits) / (1 + n_random)
+        # a pattern and its negation give the same |t|: the half with s_G = +1 counts twice
+        half = _all_signs(g)[: 1 << (g - 1)]
+        for start in range(0, half.shape[0], chunk):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                hits += (t_of(half[start:start + chunk]) >= threshold[:, None]).sum(1)
+        p = hits / half.shape[0]
+    else:
+        rng = rng if rng is not None else np.random.default_rng(0)
+        for start in range(0, n_random, chunk):
+            signs = rng.choice([-1.0, 1.0], size=(min(chunk, n_random - start), g))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                hits += (t_of(signs) >= threshold[:, None]).sum(1)
+        p = (1 + hits) / (1 + n_random)
+    return np.where(np.isfinite(observed), p, np.nan)
+
+
+def cr1_slope_ps(moments: np.ndarray) -> np.ndarray:
+    """Two-sided p-value of "slope 0" of each data set from its :func:`cluster_moments`: the
+    CR1 t-test on G - 1 degrees of freedom of :func:`.interleaving.cluster_slope`, every set at
+    once (a simulation of its size needs thousands)."""
+    count, sx, sxx, sy, sxy = np.moveaxis(moments, 2, 0)
+    g, n = count.shape[1], count.sum(1)
+    x_sum, xx_sum, y_sum, xy_sum = (v.sum(1) for v in (sx, sxx, sy, sxy))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        det = n * xx_sum - x_sum**2
+        slope = (n * xy_sum - x_sum * y_sum) / det
+        intercept = (y_sum - slope * x_sum) / n
+        # each cluster's scores X_g' u_g, projected on the slope's row of (X'X)^-1
+        score_1 = sy - intercept[:, None] * count - slope[:, None] * sx
+        score_x = sxy - intercept[:, None] * sx - slope[:, None] * sxx
+        w = (-x_sum[:, None] * score_1 + n[:, None] * score_x) / det[:, None]
+        se = np.sqrt((w * w).sum(1) * g / (g - 1) * (n - 1) / (n - 2))
+        return 2 * stats.t.sf(np.abs(slope / se), g - 1)

@@ -23,6 +23,7 @@ from elitr_core.stats.cluster_tests import (
     smallest_sign_flip_p,
     wild_cluster_p,
 )
+from elitr_core.stats.interleaving import cluster_slope
 from tests.elitr_core.stats.cluster_references import exact_sign_flip_p, statsmodels_wild_p
 
 
@@ -93,3 +94,32 @@ def test_wild_cluster_random_patterns_match_the_exact_p(
     drawn = wild_cluster_p(x, y, clusters, 20_000, np.random.default_rng(1))
     assert 0.01 < exact < 0.5
     assert drawn == pytest.approx(exact, abs=4 * np.sqrt(exact * (1 - exact) / 20_000))
+
+
+def test_many_data_sets_at_once_give_each_one_its_own_p() -> None:
+    """The array forms the size benchmark uses (bench/bench_validity.py) give every data set
+    the p-value of the one-set function: sign flips (exact with integer ties, and random
+    patterns from the same stream), the wild bootstrap (exact and random) and the CR1 test of
+    interleaving.cluster_slope."""
+    rng = np.random.default_rng(3)
+    for m in (4, 13, 18):
+        sums = rng.integers(-6, 9, (40, m)).astype(float)
+        assert list(cluster_tests.sign_flip_ps(sums)) == [sign_flip_p(row) for row in sums]
+    sums = rng.normal(0.3, 1, (5, 25))
+    shared = cluster_tests.sign_flip_ps(sums, 3_000, np.random.default_rng(8))
+    assert list(shared) == [sign_flip_p(row, 3_000, np.random.default_rng(8)) for row in sums]
+    for g, n_random in ((7, 9_999), (15, 999)):
+        sizes = rng.integers(3, 9, (6, g))
+        data_set = np.repeat(np.arange(6), sizes.sum(1))
+        codes = np.repeat(np.tile(np.arange(g), 6), sizes.ravel())
+        x = rng.normal(size=codes.size) + 20
+        y = rng.normal(size=(6, g))[data_set, codes] + rng.normal(size=codes.size)
+        moments = cluster_tests.cluster_moments(x, y, codes, data_set, 6)
+        many = cluster_tests.wild_cluster_ps(moments, n_random, np.random.default_rng(2))
+        crs = cluster_tests.cr1_slope_ps(moments)
+        for k in range(6):
+            one = data_set == k
+            assert many[k] == pytest.approx(wild_cluster_p(
+                x[one], y[one], codes[one], n_random, np.random.default_rng(2)), abs=1e-12)
+            assert crs[k] == pytest.approx(cluster_slope(x[one], y[one], codes[one])["p"],
+                                           abs=1e-10)

@@ -132,6 +132,8 @@ def _bounded_log(path: Path, json_file: bool) -> IO[bytes]:
     from elitr_core.data import validation
 
     if json_file:
+        if path.is_file() and path.stat().st_size > MAX_LOG_BYTES:
+            _refuse_size(path, path.stat().st_size, expanded=False)
         data = validation.read_bytes(path, max_bytes=MAX_LOG_BYTES)
         validation.refuse_shape(*validation.json_shape(data), where=path)
         return io.BytesIO(data)
@@ -140,6 +142,9 @@ def _bounded_log(path: Path, json_file: bool) -> IO[bytes]:
     handle = validation.open_regular(path, max_bytes=validation.MAX_ARCHIVE_BYTES)
     try:
         archive = zipfile.ZipFile(handle)  # leaves the handle open: inspect reads it next
+        declared = sum(info.file_size for info in archive.infolist())
+        if declared > MAX_LOG_BYTES:  # (a member whose header lies: member_chunks refuses it)
+            _refuse_size(path, declared, expanded=True)
         budget, elements = [MAX_LOG_BYTES], 0
         for info in archive.infolist():
             depth, count = validation.scan_shape(validation.member_chunks(
@@ -155,6 +160,17 @@ def _bounded_log(path: Path, json_file: bool) -> IO[bytes]:
                                   "): check the file") from None
     handle.seek(0)
     return handle
+
+
+def _refuse_size(path: Path, size: int, *, expanded: bool) -> None:
+    """Refuse a log past :data:`MAX_LOG_BYTES` (an ``.eval``'s members ``expanded``), saying
+    how to import it: the generic "split it into smaller files" cannot be done to a log."""
+    from elitr_core.data.bounded import mb
+
+    what = "that expands to" if expanded else "of"
+    raise DataFileError(path, f"an inspect_ai log {what} {mb(size)}, more than the "
+                        f"{mb(MAX_LOG_BYTES)} read at most: import the eval in parts, logs of "
+                        "fewer samples each (inspect eval --limit or --sample-id)")
 
 
 def _run_of(path: Path, log: Any) -> HarnessRun:

@@ -344,8 +344,13 @@ def test_a_log_past_its_bounds_is_refused_before_inspect_reads_it(
         "a sample past the log's bytes": (
             _inflated(logs["st"], tmp_path / "big.eval",
                       lambda s: _answer(s, MAX_LOG_BYTES + 1)),
-            f"expands to {MAX_LOG_BYTES // 2**20 + 1} MB, more than the "
-            f"{MAX_LOG_BYTES // 2**20} MB read at most"),
+            f"an inspect_ai log that expands to {MAX_LOG_BYTES // 2**20 + 1} MB, more than the "
+            f"{MAX_LOG_BYTES // 2**20} MB read at most: import the eval in parts"),
+        "a JSON log past the log's bytes": (
+            _rewrite(logs["st"], tmp_path / "big.json", lambda log: setattr(
+                log.samples[0].messages[-1], "content", "x" * (MAX_LOG_BYTES + 1))),
+            f"MB, more than the {MAX_LOG_BYTES // 2**20} MB read at most: import the eval in "
+            "parts, logs of fewer samples each (inspect eval --limit or --sample-id)"),
         "a million values": (
             _inflated(logs["st"], tmp_path / "values.eval",
                       lambda s: {**s, "notes": [{}] * MAX_JSON_ELEMENTS}),

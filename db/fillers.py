@@ -30,10 +30,10 @@ def run_filler_replies(*, session: Session,
     return {(c, t): (text, meta) for c, t, text, meta in session.exec(stmt)}
 
 
-def filler_rows(*, session: Session, runs: Collection[int] | None = None,
-                model: Collection[str] | None = None) -> list[dict[str, Any]]:
-    """Every stored filler reply with its run (label, split, seed, variant), in run,
-    conversation and turn order; ``runs``/``model``: only those runs / model labels."""
+def filler_rows(*, session: Session,
+                runs: Collection[int] | None = None) -> list[dict[str, Any]]:
+    """Every stored filler reply with its run (label, split, mode, seed, variant), in run,
+    conversation and turn order; ``runs``: only those runs."""
     label = run_label().label("model")
     stmt = (sa_select(col(Run.id), label, col(Run.split), col(Run.mode), col(Run.seed),
                    col(Run.variant), col(FillerAnswer.conversation), col(FillerAnswer.turn),
@@ -47,8 +47,7 @@ def filler_rows(*, session: Session, runs: Collection[int] | None = None,
         stmt = stmt.where(col(Run.id).in_(list(runs)))
     names = ("run", "model", "split", "mode", "seed", "variant", "conversation", "turn",
              "gap", "question", "expected", "reply", "correct", "total", "followed")
-    found = [dict(zip(names, row, strict=True)) for row in session.execute(stmt)]
-    return [row for row in found if model is None or row["model"] in model]
+    return [dict(zip(names, row, strict=True)) for row in session.execute(stmt)]
 
 
 def filler_counts(*, session: Session, run_id: int) -> tuple[int, int, int, int]:

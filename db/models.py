@@ -102,12 +102,9 @@ class Response(SQLModel, table=True):
 
 
 class FillerAnswer(SQLModel, table=True):
-    """A model's reply to an answered filler of an interleaved run (``--answered-filler``):
-    stored apart from the benchmark's answers, never scored; ``conversation`` and ``turn``
-    place it in the run's stored plan, ``correct`` of ``total`` sums in their place."""
+    """A reply to an answered filler of an interleaved run, never scored (``db/fillers.py``)."""
 
-    __table_args__ = (UniqueConstraint("run_id", "conversation", "turn",
-                                       name="uq_filleranswer_run_turn"),)
+    __table_args__ = (UniqueConstraint("run_id", "conversation", "turn", name="uq_filler_turn"),)
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id", index=True)

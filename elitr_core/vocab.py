@@ -230,6 +230,11 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "max_new_tokens", "prompt_options", "versions", "responses", "prompt_tokens",
         "completion_tokens", "cached_tokens", "status", "source", "config_schema",
     ),
+    # answered fillers of interleaved runs (export/runs.py): one row a reply, never scored
+    "fillers": (
+        "run", "model", "split", "mode", "seed", "variant", "conversation", "turn", "gap",
+        "question", "expected", "reply", "correct", "total", "followed",
+    ),
     "bradley-terry": ("model", "evaluator", "criterion", "strength", "ci_low", "ci_high",
                       "note"),
     "winrate": (
@@ -274,7 +279,7 @@ TABLE_NAMES: tuple[str, ...] = (
 )
 """Tables built from the scores (``export`` names)."""
 
-PROVENANCE_TABLES: tuple[str, ...] = ("runs",)
+PROVENANCE_TABLES: tuple[str, ...] = ("runs", "fillers")
 """Tables of what made the answers (``export`` names), built from the runs."""
 
 PAIRWISE_TABLES: tuple[str, ...] = ("pairwise-judgments", "pairwise", "bradley-terry",

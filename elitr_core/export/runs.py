@@ -57,6 +57,26 @@ def runs_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFrame
     return frame
 
 
+def fillers_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFrame:
+    """The ``fillers`` table: every stored reply of an answered filler
+    (``generate --interleave K --answered-filler``) with its run, the question, the right
+    sums, the reply, the sums right in place of those asked and ``followed`` (all right); the
+    runs narrowed as in :func:`runs_table`. The replies are never scored or counted as
+    answers: this is where a researcher sees whether the model followed its distraction."""
+    from db.fillers import filler_rows
+    from db.runs import run_list
+
+    kept = [r.id for r in run_list(session=session, include_imported=True)
+            if r.id is not None and _kept(r, flt or ScoreFilter())]
+    frame = pd.DataFrame(filler_rows(session=session, runs=kept),
+                         columns=list(EXPORT_COLUMNS["fillers"]))
+    for column in ("run", "conversation", "turn", "gap", "correct", "total"):
+        frame[column] = frame[column].astype("int64")
+    frame["seed"] = frame["seed"].where(frame["seed"] != NO_SEED).astype("Int64")
+    frame["followed"] = frame["followed"].astype("bool")
+    return frame
+
+
 def _kept(run: Run, flt: ScoreFilter) -> bool:
     label = label_of(run.model, run.variant, run.language)
     return all(value in (None, "", getattr(run, name)) for name, value in (

@@ -26,7 +26,8 @@ _INTEGERS = (
     "question_id", "seed", "sample", "n", "rank", "bin", "run", "wins", "ties", "losses",
     "budget", "replicates", "samples", "span_low", "span_high", "expected_further",
     "prompt_tokens", "completion_tokens", "cached_tokens", "max_new_tokens", "responses",
-    "config_schema", "per_item", "items", "annotators",
+    "config_schema", "per_item", "items", "annotators", "conversation", "turn", "gap",
+    "correct", "total",
     "n_annotators", "n_both_orders", "n_common", "n_conversations", "n_drawn_unscored",
     "n_human_only", "n_judged", "n_labelled", "n_meetings", "n_middle", "n_models", "n_other",
     "n_ppi", "n_questions", "n_raters", "n_seeds", "n_targets", "n_unlabelled", "n_unparsed",
@@ -58,12 +59,12 @@ _STRINGS = (
     "model_a", "model_b", "order", "verdict", "criterion", "baseline", "variant", "language",
     "backend", "backend_options", "prompt_hash", "prompt_options", "versions", "status",
     "source", "reason", "response_key", "response", "question", "question_conv", "study",
-    "assignment",
+    "assignment", "expected", "reply",
 )
 #: Each column name's type in every table that has it (unless :data:`TABLE_TYPES` says).
 COLUMN_TYPES: dict[str, pa.DataType] = {
     **{c: _I for c in _INTEGERS}, **{c: _F for c in _FLOATS}, **{c: _S for c in _STRINGS},
-    "reached": _B, "created_at": TIMESTAMP,
+    "reached": _B, "followed": _B, "created_at": TIMESTAMP,
 }
 #: Where a table gives a column name another meaning.
 TABLE_TYPES: dict[str, dict[str, pa.DataType]] = {
@@ -81,6 +82,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "pairwise-judgments": ("meeting", "question_id", "split", "setting", "mode", "evaluator",
                            "model_a", "model_b", "order", "sample"),
     "runs": ("run", "model", "setting", "mode", "split"),
+    "fillers": ("run", "model", "split", "mode", "conversation", "turn"),
     "dataset/scores": ("response_key", *_KEYS, "score"),
     "dataset/responses": ("response_key", "meeting", "question_id", "split", "setting",
                           "mode", "model"),

@@ -162,6 +162,10 @@ def build_table(
         from elitr_core.export.runs import runs_table
 
         return runs_table(session, flt)
+    if name == "fillers":
+        from elitr_core.export.runs import fillers_table
+
+        return fillers_table(session, flt)
     if name in ("study-monitor", "study-monitor-sequences"):
         from elitr_core.annotation.stopping import monitor_table
         from elitr_core.export.judge_audit import study_of

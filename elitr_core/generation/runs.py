@@ -30,21 +30,15 @@ from db import benchmark as bq
 from db import keyed
 from db import responses as pq
 from db import runs as rq
-from db.fillers import filler_counts, run_filler_replies, upsert_filler_answers
-from db.models import FillerAnswer, Response, utcnow
+from db.fillers import filler_counts
+from db.models import Response, utcnow
 from db.transaction import writing
 from elitr_core.backends.base import Backend, Completion, Conversation
 from elitr_core.data.model_text import as_generated
 from elitr_core.errors import UserError
-from elitr_core.generation.fillers import FillerTurn, check_reply
-from elitr_core.generation.interleave import (
-    Interleaved,
-    InterleavedTurns,
-    ask_interleaved,
-    check_span,
-    conversations,
-    plan_run,
-)
+from elitr_core.generation.interleave import check_span
+from elitr_core.generation.interleaved import Interleaved
+from elitr_core.generation.interleaved_run import ask_interleaved_run, stored_conversations
 from elitr_core.generation.retrieval import question_context
 from elitr_core.generation.run_config import GenerationConfig
 from elitr_core.generation.spec import (
@@ -250,7 +244,7 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
     report = GenerationReport(run_id=run_id, label=_label(spec))
     done = stored_answers(engine, run_id)
     try:  # planning a long span takes time: a failure or Ctrl-C in it ends the run too
-        interleaved = _interleaved(engine, run_id, spec, backend, work)
+        interleaved = stored_conversations(engine, run_id, spec, backend, work, _label(spec))
     except BaseException as exc:
         with writing(engine) as session:
             _record_end(session, "failed", exc, run_id=run_id)
@@ -270,7 +264,8 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
     answers = RunAnswers(lifecycle.store, run_id)
     with lifecycle.running(report.label):
         if spec.interleave is not None:
-            _ask_interleaved_run(engine, spec, lifecycle, backend, interleaved, done, answers)
+            ask_interleaved_run(engine, spec, lifecycle, backend, interleaved, done,
+                                answers.put, answers.run_id)
         elif spec.mode == "st":
             _single_turn(spec, lifecycle, backend, work, done, answers)
         else:
@@ -279,43 +274,6 @@ def generate_run(engine: Engine, spec: GenerationSpec, backend: Backend, *,
         with writing(engine) as session:
             report.fillers = filler_counts(session=session, run_id=run_id)
     return report
-
-
-def _ask_interleaved_run(engine: Engine, spec: GenerationSpec, lifecycle: ResumablePass,
-                         backend: Backend, interleaved: Sequence[Interleaved],
-                         done: dict[int, str], answers: RunAnswers) -> None:
-    """An interleaved run's conversations; with answered fillers each reply is checked and
-    stored apart (``FillerAnswer``, its own writer), each benchmark answer as any other, and a
-    resumed conversation goes on after its stored answers and replies."""
-    assert spec.interleave is not None
-    answered = spec.interleave.answered_filler
-    with writing(engine) as session:
-        stored = run_filler_replies(session=session, run_id=answers.run_id) if answered else {}
-    replies = {key: as_generated(text, meta) for key, (text, meta) in stored.items()}
-    counts = PassReport()  # the replies' own counts: never the run's answers
-    store = Store(engine, Storing(FillerAnswer, upsert_filler_answers,
-                                  key=("run_id", "conversation", "turn"), name="filler-writer",
-                                  note="meta"), counts, NullProgress()) if answered else None
-
-    def put(item: InterleavedTurns, turn: int, completion: Completion) -> None:
-        kind, extra = item.answered(turn, completion)
-        if isinstance(kind, FillerTurn):
-            assert store is not None  # a filler turn only with answered fillers
-            checked = check_reply(kind.expected, completion.text)
-            store.put({"run_id": answers.run_id, "conversation": item.group, "turn": turn,
-                       "gap": kind.gap, "question": kind.question,
-                       "expected": kind.expected_text, "text": completion.text, **checked,
-                       "meta": completion_meta(completion, **extra), "created_at": utcnow()},
-                      original=completion.text)
-        else:
-            answers.put(kind, completion, extra)
-
-    try:
-        ask_interleaved(spec.interleave, spec.decoding, lifecycle, backend, interleaved, done,
-                        put, done_fillers=replies)
-    finally:
-        if store is not None:
-            store.close()
 
 
 def _single_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend,
@@ -359,41 +317,6 @@ def _multi_turn(spec: GenerationSpec, lifecycle: ResumablePass, backend: Backend
 
 def _conversation(asked: Asked) -> Conversation:
     return asked.conversation
-
-
-def _interleaved(engine: Engine, run_id: int, spec: GenerationSpec, backend: Backend,
-                 work: Sequence[MeetingWork]) -> list[Interleaved]:
-    """An interleaved run's conversations (none for another run), planned and stored on its
-    first call; the questions it expects are those of its conversations (a meeting left over
-    from the grouping is not asked).
-
-    Raises
-    ------
-    UserError
-        A resumed run asked for other meetings than its stored conversations hold.
-    """
-    if spec.interleave is None:
-        return []
-    with writing(engine) as session:
-        run = rq.run_by_id(session=session, run_id=run_id)
-        assert run is not None
-        config = GenerationConfig.read(run.config)
-        plan = config.interleave_plan
-        meetings = sorted(w.meeting for w in work)
-        if plan is None:
-            plan = plan_run(work, spec.interleave, spec.seed, backend.count_tokens,
-                            max_new_tokens=spec.decoding.max_new_tokens,
-                            qa_markers=spec.qa_markers)
-        elif sorted([*(m for g in plan["groups"] for m in g["meetings"]),
-                     *plan["left_out"]]) != meetings:
-            raise UserError(f"{_label(spec)} is stored with other meetings: rerun with the "
-                            "stored --meetings to resume, or add --variant NAME")
-        run.config = config.model_copy(update={
-            "interleave_plan": plan,
-            "questions": sum(len(g["order"]) for g in plan["groups"])}).stored()
-        keyed.save(session=session, rows=[run])
-    return conversations(plan, work, spec.interleave, spec.seed, backend.count_tokens,
-                         qa_markers=spec.qa_markers)
 
 
 def _record_end(session: Session, status: str | None, error: BaseException | None, *,

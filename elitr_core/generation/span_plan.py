@@ -19,7 +19,8 @@ from sqlalchemy.engine import Engine
 from db.transaction import reading
 from elitr_core.backends.base import Backend
 from elitr_core.generation.fillers import FillerTurn
-from elitr_core.generation.interleave import Interleaved, check_span, conversations, plan_run
+from elitr_core.generation.interleave import check_span, plan_run
+from elitr_core.generation.interleaved import Interleaved, conversations
 from elitr_core.generation.spec import GenerationSpec, load_work
 
 PLAN_COLUMNS = ("conversation", "turn", "meeting", "question", "target", "planned",

@@ -37,7 +37,7 @@ def upgrade() -> None:
         sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.ForeignKeyConstraint(['run_id'], ['run.id']),
         sa.PrimaryKeyConstraint('id'),
-        sa.UniqueConstraint('run_id', 'conversation', 'turn', name='uq_filleranswer_run_turn'),
+        sa.UniqueConstraint('run_id', 'conversation', 'turn', name='uq_filler_turn'),
     )
     op.create_index(op.f('ix_filleranswer_run_id'), 'filleranswer', ['run_id'], unique=False)
 

@@ -140,6 +140,14 @@ def test_answered_fillers_are_answered_stored_apart_and_the_plan_holds(
         assert abs(meta["span"] - meta["span_planned"]) <= 0.01 * meta["span_planned"], meta
     assert len(spans) == 28
 
+    # the replies' table: each filler's correctness, the run named as in every table
+    assert main(["export", "fillers", "--format", "json", "--db", url]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert [(r["turn"], r["reply"], r["correct"], r["followed"]) for r in exported] == [
+        (f[1], f[4], f[5], bool(f[7])) for f in fillers]
+    assert {(r["model"], r["mode"], r["seed"]) for r in exported} == {
+        ("served-model (6k)", "int2", 2023)}
+
 
 def turn_of(record: Any, stored: dict[int, tuple[str, dict[str, Any]]]) -> int:
     """The turn of a recorded request: the user messages after the first transcript."""
@@ -149,3 +157,65 @@ def turn_of(record: Any, stored: dict[int, tuple[str, dict[str, Any]]]) -> int:
     later = [m for m in users[first + 1:] if not m["content"].startswith(
         TRANSCRIPT_START)]
     return len(later) - 1
+
+
+@pytest.mark.parametrize(("reply", "correct", "followed"), [
+    ("92, 83", 2, True),
+    ("92,83.", 2, True),
+    ("34 + 58 = 92, 71 + 12 = 83", 2, True),  # the sums echoed: their terms are not answers
+    ("The sums are 92 and 83.", 2, True),
+    ("92", 1, False),
+    ("83, 92", 0, False),
+    ("92, 83, 7", 2, False),
+    ("", 0, False),
+    ("I cannot help with that.", 0, False),
+])
+def test_a_reply_is_checked_sum_by_sum(reply: str, correct: int, followed: bool) -> None:
+    assert check_reply((92, 83), reply) == {"correct": correct, "total": 2,
+                                            "followed": followed}
+
+
+def test_the_questions_are_seeded_and_read_back() -> None:
+    from elitr_core.generation.interleave import filler_pairs
+
+    pairs = filler_pairs(7, 0, 1, [8, 3], answered=True)
+    assert pairs == filler_pairs(7, 0, 1, [8, 3], answered=True)
+    assert pairs != filler_pairs(8, 0, 1, [8, 3], answered=True)
+    for question, reply in zip(pairs[::2], pairs[1::2], strict=True):
+        sums = sums_of(question["content"])
+        assert question["content"].startswith(QUESTION_START)
+        assert reply["content"] == ", ".join(map(str, sums)) and all(20 <= s <= 198
+                                                                      for s in sums)
+    assert [len(sums_of(q["content"])) for q in pairs[::2]] == [8, 3]
+
+
+def test_the_option_shapes_the_run_and_is_refused_alone(
+        bundled_sqlite: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from db.engine import get_engine
+    from elitr_core.backends.base import DecodingConfig
+    from elitr_core.backends.fake import FakeBackend
+    from elitr_core.errors import UserError
+    from elitr_core.generation.runs import GenerationSpec, generate_run
+    from elitr_core.generation.spec import Interleaving
+
+    assert "answered_filler" not in Interleaving(2, 100).to_dict()  # stored runs keep theirs
+    assert Interleaving(2, 100, answered_filler=True).to_dict()["answered_filler"] is True
+    url = bundled_sqlite
+    set_transcripts(url)
+    spec = GenerationSpec(model="m", setting="conv", mode="mt", split="test2",
+                          meetings=MEETINGS, decoding=DecodingConfig(max_new_tokens=16),
+                          interleave=Interleaving(2, 3000))
+    report = generate_run(get_engine(url), spec, FakeBackend())
+    assert report.status == "done" and report.notes() == []
+    answered = GenerationSpec(**{**spec.__dict__,
+                                 "interleave": Interleaving(2, 3000, answered_filler=True)})
+    with pytest.raises(UserError, match=r"interleave .*answered_filler.*--variant"):
+        generate_run(get_engine(url), answered, FakeBackend())
+    for args, message in (
+            (["--interleave", "2", "--answered-filler"], "give --span TOKENS too"),
+            (["--answered-filler", "--mode", "mt"], "add --interleave 2 or 3"),
+            (["--plan-only", "--mode", "mt"], "add --interleave 2 or 3")):
+        assert main(["generate", "--backend", "fake", "--model", "m", "--setting", "conv",
+                     "--split", "test2", *args, "--db", url]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err

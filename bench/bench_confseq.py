@@ -47,6 +47,12 @@ from elitr_core.stats.confseq import (  # noqa: E402
     stopping_time,
 )
 from elitr_core.stats.intervals import quantile  # noqa: E402
+from elitr_core.stats.ppi_cs import (  # noqa: E402
+    Ranges,
+    ppi_covers,
+    ppi_increments,
+    ppi_stopping_time,
+)
 
 POOLS = ("gold-human", "silver-human")
 JUDGES = ("gpt-4", "prometheus")
@@ -82,6 +88,30 @@ def populations(df: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
     return out
 
 
+def semi_synthetic(df: pd.DataFrame, real: dict[tuple[str, str], pd.DataFrame],
+                   rng: np.random.Generator) -> dict[tuple[str, str], pd.DataFrame]:
+    """(pool, model) -> the models without human scores, each response with its real GPT-4
+    judge score and a human score drawn from the pool's human-given-judge distribution (the
+    share of each human score among the real models' responses with the same GPT-4 score;
+    the judge scores no real response got borrow the nearest one's): a population whose
+    truth, the drawn scores' mean, is known. Semi-synthetic, labelled so everywhere."""
+    judged = df[(df["evaluator"] == "gpt-4")].groupby(["model", "meeting", "question_id"])[
+        "score"].mean().reset_index()
+    humanless = sorted(set(judged["model"]) - {m for _, m in real})
+    out = {}
+    for pool in POOLS:
+        pairs = pd.concat([p for (q, _), p in real.items() if q == pool])
+        table = pd.crosstab(pairs["gpt-4"], pairs["human"])
+        for model in humanless:
+            mine = judged[judged["model"] == model].reset_index(drop=True)
+            rows = [table.index[np.abs(table.index - j).argmin()] for j in mine["score"]]
+            human = [rng.choice(table.columns, p=table.loc[r] / table.loc[r].sum())
+                     for r in rows]
+            out[pool, model] = pd.DataFrame({"model": model, "human": np.asarray(human, float),
+                                             "gpt-4": mine["score"].to_numpy(float)})
+    return out
+
+
 def plans(df: pd.DataFrame, model: str, pool: str, judge: str,
           half_width: float) -> tuple[float, float]:
     """The budget planner's fixed n (human-only, PPI++) for one model's population."""
@@ -111,11 +141,12 @@ def asymptotic(values: np.ndarray, truth: float) -> float:
     return float(((lo[:, start:] <= truth) & (truth <= hi[:, start:])).all(axis=1).mean())
 
 
-def stops(values: np.ndarray, low: float, high: float) -> dict[float, tuple[float, float]]:
-    """Target -> median and 90th percentile of the stop (inf: not within the horizon)."""
+def stops(stop: object) -> dict[float, tuple[float, float]]:
+    """Target -> median and 90th percentile of the stop (inf: not within the horizon);
+    ``stop(w)``: each study's first score with a half-width <= w."""
     out = {}
     for w in TARGETS:
-        at = stopping_time(values, low, high, w)
+        at = stop(w)  # type: ignore[operator]
         # "higher": a median between two studies that never stopped is inf, not nan
         out[w] = (float(np.quantile(at, 0.5, method="higher")),
                   float(np.quantile(at, 0.9, method="higher")))
@@ -123,31 +154,46 @@ def stops(values: np.ndarray, low: float, high: float) -> dict[float, tuple[floa
 
 
 def cell(rng: np.random.Generator, pop: pd.DataFrame, design: str, replicates: int,
-         horizon: int, stop_horizon: int) -> dict[str, dict[str, object]]:
-    """One model and pool under one design: every sequence's coverage and stops."""
+         horizon: int, stop_horizon: int, with_stops: bool) -> dict[str, dict[str, object]]:
+    """One model and pool under one design: every sequence's coverage (and stops)."""
     size = len(pop)
     if design == "uniform":
         pi = np.ones(size)
     else:
         pi = selection_probabilities(1 - np.abs(pop["gpt-4"].to_numpy() - 5.5) / 4.5,
                                      ACTIVE_BUDGET)
-    pick = rng.choice(size, (replicates, stop_horizon), p=pi / pi.sum())
+    pick = rng.choice(size, (replicates, max(horizon, stop_horizon)), p=pi / pi.sum())
     weight = ipw_increments(np.ones_like(pick, float), pi[pick], pi.sum(), size)
-    bounds = {name: ipw_bounds(lo, hi, pi.min(), pi.max(), pi.sum(), size)
-              for name, (lo, hi) in (("human", (1, 10)), ("rectifier", (-9, 9)))}
+    w_min, w_max = ipw_bounds(1, 1, pi.min(), pi.max(), pi.sum(), size)
     human = pop["human"].to_numpy(float)
-    series = {"human-only": (human, "human")}
-    series.update({f"PPI {j}": (human - pop[j].to_numpy(float), "rectifier") for j in JUDGES})
+    truth = float(human.mean())
+    judges = [j for j in JUDGES if j in pop.columns]
     out: dict[str, dict[str, object]] = {}
-    for name, (y, kind) in series.items():
+    for name, y, (low, high) in [("human-only", human, (1, 10))] + [
+            (f"bias {j}", human - pop[j].to_numpy(float), (-9, 9)) for j in judges]:
+        low, high = ipw_bounds(low, high, pi.min(), pi.max(), pi.sum(), size)
         values = y[pick] * weight
-        truth = float(y.mean())
-        low, high = bounds[kind]
-        out[name] = {
-            "betting": float(covers(values[:, :horizon], low, high, truth).mean()),
-            "asymptotic": asymptotic(values[:, :horizon], truth),
-            "t every 10": peeked_t(values[:, :horizon], truth),
-            "stops": stops(values, low, high)}
+        short = values[:, :horizon]
+        out[name] = {"betting": float(covers(short, low, high, float(y.mean())).mean()),
+                     "asymptotic": asymptotic(short, float(y.mean())),
+                     "t every 10": peeked_t(short, float(y.mean()))}
+        if with_stops and name == "human-only":
+            out[name]["stops"] = stops(lambda w, v=values, lo=low, hi=high: stopping_time(
+                v[:, :stop_horizon], lo, hi, w))
+    for j in judges:
+        judge = pop[j].to_numpy(float)
+        r = Ranges(judge_mean=float(judge.mean()), weight_min=w_min, weight_max=w_max)
+        h, g = human[pick], judge[pick]
+        k = slice(0, horizon)
+        # the t interval and asymptotic sequence of the same (tuned) increments
+        x = ppi_increments(h[:, k], g[:, k], weight[:, k], r)[0]
+        out[f"PPI {j}"] = {
+            "betting": float(ppi_covers(h[:, k], g[:, k], weight[:, k], r, truth).mean()),
+            "asymptotic": asymptotic(x, truth), "t every 10": peeked_t(x, truth)}
+        if with_stops:
+            k = slice(0, stop_horizon)
+            out[f"PPI {j}"]["stops"] = stops(lambda w, k=k, r=r, h=h, g=g: ppi_stopping_time(
+                h[:, k], g[:, k], weight[:, k], r, w))
     return out
 
 
@@ -159,14 +205,15 @@ def _n(value: float) -> str:
     return "–" if np.isnan(value) else (">H" if np.isinf(value) else f"{value:.0f}")
 
 
-def coverage_table(results: dict) -> str:  # type: ignore[type-arg]
-    lines = ["| pool | model | design | sequence | betting CS | asymptotic CS | "
-             "t every 10 |", "| --- | --- | --- | --- | --- | --- | --- |"]
+def coverage_table(results: dict, synthetic: set) -> str:  # type: ignore[type-arg]
+    lines = ["| pool | model | data | design | sequence | betting CS | asymptotic CS | "
+             "t every 10 |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for (pool, model, design), seqs in results.items():
+        data = "semi-synthetic" if (pool, model) in synthetic else "real"
         for name, r in seqs.items():
-            label = name if name == "human-only" else f"{name} (bias)"
-            lines.append(f"| {pool} | {model} | {design} | {label} | {_cov(r['betting'])} | "
-                         f"{_cov(r['asymptotic'])} | {_cov(r['t every 10'])} |")
+            lines.append(f"| {pool} | {model} | {data} | {design} | {name} | "
+                         f"{_cov(r['betting'])} | {_cov(r['asymptotic'])} | "
+                         f"{_cov(r['t every 10'])} |")
     return "\n".join(lines)
 
 
@@ -177,6 +224,8 @@ def stop_table(results: dict, planned: dict) -> str:  # type: ignore[type-arg]
     lines = [f"| pool | model | design | {head} |",
              "| --- | --- | --- |" + " --- |" * (5 * len(TARGETS))]
     for (pool, model, design), seqs in results.items():
+        if (pool, model, TARGETS[0]) not in planned:
+            continue
         cells = []
         for w in TARGETS:
             for name in ("human-only", "PPI gpt-4", "PPI prometheus"):
@@ -187,13 +236,31 @@ def stop_table(results: dict, planned: dict) -> str:  # type: ignore[type-arg]
     return "\n".join(lines)
 
 
+def earlier(results: dict, judge: str) -> str:  # type: ignore[type-arg]
+    """How many real cells' PPI stop (median and 90th percentile) comes before human-only's."""
+    wins, total, worst = 0, 0, []
+    for (pool, model, design), seqs in results.items():
+        if "stops" not in seqs.get(f"PPI {judge}", {}):
+            continue
+        for w in TARGETS:
+            for q in (0, 1):
+                ppi, alone = seqs[f"PPI {judge}"]["stops"][w][q], seqs["human-only"]["stops"][w][q]
+                total += 1
+                wins += ppi < alone
+                worst.append((ppi / alone, f"{pool} {model} {design} W={w} "
+                              f"{'median' if q == 0 else 'p90'} {_n(ppi)} vs {_n(alone)}"))
+    ratio, where = max(worst)
+    return (f"PPI {judge} stops before human-only in {wins} of {total} (cell, target, "
+            f"median/p90) comparisons; closest: {where} (ratio {ratio:.2f})")
+
+
 def main() -> None:
     """Parse options, replay every cell, print (and optionally write) both tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--replicates", type=int, default=400)
     parser.add_argument("--horizon", type=int, default=1000,
                         help="scores per study for the coverage (every one a look)")
-    parser.add_argument("--stop-horizon", type=int, default=2000,
+    parser.add_argument("--stop-horizon", type=int, default=1000,
                         help="scores per study at most when looking for the stop")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, help="also write the tables (Markdown) here")
@@ -203,36 +270,46 @@ def main() -> None:
     start = time.perf_counter()
     scores = bundled()
     pops = populations(scores)
+    synthetic = semi_synthetic(scores, pops, rng)
     results, planned = {}, {}
-    for (pool, model), pop in pops.items():
-        for w in TARGETS:
+    for (pool, model), pop in {**pops, **synthetic}.items():
+        real = (pool, model) in pops
+        for w in TARGETS if real else ():
             planned[pool, model, w] = plans(scores, model, pool, "gpt-4", w)
         for design in DESIGNS:
             results[pool, model, design] = cell(rng, pop, design, args.replicates,
-                                                 args.horizon, args.stop_horizon)
+                                                 args.horizon, args.stop_horizon, real)
             print(f"{pool} {model} {design}: {time.perf_counter() - start:.0f} s",
-                  file=sys.stderr)
+                  file=sys.stderr, flush=True)
     seconds = time.perf_counter() - start
     se = np.sqrt(0.95 * 0.05 / args.replicates)
     truths = "; ".join(f"{p} {m} {g['human'].mean():.3f} (n={len(g)})"
                        for (p, m), g in pops.items())
+    fake = "; ".join(f"{p} {m} {g['human'].mean():.3f}" for (p, m), g in synthetic.items())
     text = (
         "### Time-uniform coverage (95% sequences; * below 0.95)\n\n"
-        f"{coverage_table(results)}\n\n"
+        f"{coverage_table(results, set(synthetic))}\n\n"
         f"Each cell: {args.replicates} simulated studies (Monte-Carlo standard error {se:.4f} "
         f"at 0.95), each looked at after every one of {args.horizon} human scores (the "
         f"asymptotic sequence from the {PEEK_EVERY}th, the t interval after every "
-        f"{PEEK_EVERY}th). PPI = the judge's mean over the 130 responses "
-        "+ the bias sequence: the same coverage event as the bias.\n\n"
-        "### Human scores at the stop: median / 90th percentile\n\n"
+        f"{PEEK_EVERY}th). Bias: the sequence for mean(human - judge). PPI: the human mean "
+        "from the judge's mean over the 130 responses and the rectifier tuned before each "
+        "score (`stats/ppi_cs.py`); its t interval and asymptotic sequence are those of the "
+        "same increments. Semi-synthetic rows: the six models the bundle has no human "
+        "score for; each response keeps its real GPT-4 score and gets a human score drawn "
+        "once (seeded) from the pool's human-given-GPT-4-score distribution on the three "
+        "models with both, so the truth (the drawn scores' mean) is known; their studies "
+        "are then replayed like the real ones.\n\n"
+        "### Human scores at the stop (real data): median / 90th percentile\n\n"
         f"{stop_table(results, planned)}\n\n"
+        f"{earlier(results, 'gpt-4')}. {earlier(results, 'prometheus')}.\n\n"
         f"Stop: the first score after which the 95% sequence's half-width is <= W (>H: not "
         f"within {args.stop_horizon}). Planner: `export ppi-budget`'s fixed n on the same 130 "
         "responses (one look at that n, 95% at that look; uniform draws; – where 130 "
         "judged responses cannot reach W).\n\n"
-        f"Population means (human): {truths}. Seed {args.seed}; {seconds:.0f} s; load "
-        f"average before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after "
-        + " ".join(f"{v:.2f}" for v in os.getloadavg()) + "\n")
+        f"Population means (human): {truths}. Semi-synthetic truths: {fake}. Seed "
+        f"{args.seed}; {seconds:.0f} s; load average before {load[0]:.2f} {load[1]:.2f} "
+        f"{load[2]:.2f}, after " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + "\n")
     publish(text, args.out)
 
 

@@ -66,37 +66,67 @@ TOLERANCE = 1e-10
 _CELLS = 4_000_000
 
 
-def _check(x: np.ndarray, low: float, high: float, confidence: float) -> np.ndarray:
-    """Scores rescaled to [0, 1] as a 2-D array (one sample a row), after the checks."""
+def _check(x: np.ndarray, low: float | np.ndarray, high: float | np.ndarray,
+           confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scores, and the bounds each respects, as 2-D arrays (one sample a row), after the
+    checks."""
     if not 0 < confidence < 1:
         raise UserError(f"confidence must lie strictly between 0 and 1, not {confidence}")
-    if not high > low:
-        raise UserError(f"the score range must have high > low, not {low}..{high}")
     values = np.atleast_2d(np.asarray(x, float))
-    if values.size and (np.isnan(values).any() or values.min() < low or values.max() > high):
-        raise UserError(f"a score is missing or lies outside {low}..{high}: a confidence "
+    lo = np.broadcast_to(np.atleast_2d(np.asarray(low, float)), values.shape)
+    hi = np.broadcast_to(np.atleast_2d(np.asarray(high, float)), values.shape)
+    if not np.all(hi > lo):
+        raise UserError(f"the score range must have high > low, not {_span(low, high)}")
+    if values.size and (np.isnan(values).any() or (values < lo).any() or (values > hi).any()):
+        raise UserError(f"a score is missing or lies outside {_span(low, high)}: a confidence "
                         "sequence by betting needs bounds every score respects")
-    return (values - low) / (high - low)
+    return values, lo, hi
 
 
-def prpl_bets(z: np.ndarray, alpha: float) -> np.ndarray:
-    """PrPl-EB bets for scores ``z`` in [0, 1] (rows are samples), each from earlier scores only.
+def _span(low: float | np.ndarray, high: float | np.ndarray) -> str:
+    if np.ndim(low) == 0 and np.ndim(high) == 0:
+        return f"{low:g}..{high:g}"
+    return "its bounds"
+
+
+def _prior(lo: np.ndarray, hi: np.ndarray,
+           prior: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the range known to hold the mean before any score: within every score's
+    bounds (the mean lies within each) and within ``prior`` if given."""
+    low, high = lo.max(axis=1), hi.min(axis=1)
+    if prior is not None:
+        low, high = np.maximum(low, prior[0]), np.minimum(high, prior[1])
+    if not np.all(high > low):
+        raise UserError("the range known to hold the mean is empty: the scores' bounds "
+                        "and the mean's range must overlap")
+    return low, high
+
+
+def prpl_bets(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, alpha: float) -> np.ndarray:
+    """PrPl-EB bets (in the [0, 1] scale of each score's bounds; rows are samples), each from
+    earlier scores only.
 
     ``lambda_t = sqrt(2 log(2/alpha) / (sigma2_{t-1} t log(1+t)))`` with
-    ``mu_t = (1/2 + sum x_i) / (t+1)`` and ``sigma2_t = (1/4 + sum (x_i - mu_i)^2) / (t+1)``,
+    ``mu_t = (1/2 + sum z_i) / (t+1)`` and ``sigma2_t = (1/4 + sum (z_i - mu_i)^2) / (t+1)``,
     ``sigma2_0 = 1/4`` (Waudby-Smith & Ramdas 2023, eq. 26-27), before the truncation
-    the caps of :func:`diversified` apply for each candidate mean.
+    the caps of :func:`diversified` apply for each candidate mean. With bounds that change
+    over time (known before each score: :mod:`elitr_core.stats.ppi_cs`), the sums are kept in
+    the scores' own units and read in the scale of the bounds at ``t`` (the prior mean is the
+    first bounds' midpoint); with fixed bounds this is the paper's formula exactly.
     """
-    t = np.arange(1, z.shape[1] + 1)
-    mean = (0.5 + np.cumsum(z, axis=1)) / (t + 1)
-    variance = (0.25 + np.cumsum((z - mean) ** 2, axis=1)) / (t + 1)
-    before = np.concatenate([np.full((len(z), 1), 0.25), variance[:, :-1]], axis=1)
-    return np.sqrt(2 * np.log(2 / alpha) / (before * t * np.log1p(t)))
+    t = np.arange(1, x.shape[1] + 1)
+    span = hi - lo
+    mean = ((lo[:, :1] + hi[:, :1]) / 2 + np.cumsum(x, axis=1)) / (t + 1)
+    squares = np.cumsum((x - mean) ** 2, axis=1)
+    before = np.concatenate([np.zeros((len(x), 1)), squares[:, :-1]], axis=1)
+    variance = (0.25 + before / span ** 2) / t
+    return np.sqrt(2 * np.log(2 / alpha) / (variance * t * np.log1p(t)))
 
 
 def _log_growth(bets: np.ndarray, z: np.ndarray, m: np.ndarray) -> tuple[np.ndarray,
                                                                          np.ndarray]:
-    """Per score, ``log(1 + lambda (z - m))`` of the two bettors of :func:`diversified`."""
+    """Per score, ``log(1 + lambda (z - m))`` of the two bettors of :func:`diversified`
+    (``z`` and ``m`` in the [0, 1] scale of the score's bounds)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         fixed = np.log1p(np.minimum(bets, CAP) * (z - m))
         scaled = np.log1p(np.minimum(bets, SCALED_CAP / m) * (z - m))
@@ -115,43 +145,64 @@ def diversified(fixed: np.ndarray, scaled: np.ndarray) -> np.ndarray:
     return np.logaddexp(fixed, scaled) - np.log(2)
 
 
-def _log_capital(z: np.ndarray, bets: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """``log K+_t(m)`` for every sample (rows) and time t, one candidate ``m`` per (row, t)."""
-    n = z.shape[1]
+def _scaled(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: np.ndarray,
+            side: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and candidate means in the [0, 1] scale of each score's bounds, turned round
+    for ``side=-1`` (``K-`` of ``x`` is ``K+`` of ``1 - z`` at ``1 - m``)."""
+    span = hi - lo
+    z, mz = (x - lo) / span, (m - lo) / span
+    return (z, mz) if side > 0 else (1 - z, 1 - mz)
+
+
+def _log_capital(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, bets: np.ndarray,
+                 m: np.ndarray, side: int) -> np.ndarray:
+    """``log K+_t(m)`` (``side=+1``) or ``log K-_t(m)`` for every sample (rows) and time t,
+    one candidate ``m`` per (row, t)."""
+    n = x.shape[1]
     mask = np.tril(np.ones((n, n), bool))  # [t, i]: score i counts at time t
-    fixed, scaled = _log_growth(bets[:, None, :], z[:, None, :], m[:, :, None])
+    z, mz = _scaled(x[:, None, :], lo[:, None, :], hi[:, None, :], m[:, :, None], side)
+    fixed, scaled = _log_growth(bets[:, None, :], z, mz)
     return diversified(np.where(mask, fixed, 0.0).sum(axis=2),
                        np.where(mask, scaled, 0.0).sum(axis=2))
 
 
-def _lower_roots(z: np.ndarray, bets: np.ndarray, level: float) -> np.ndarray:
-    """Per sample and time t: where ``log K+_t(m) >= level`` ends (0 if m = 0 is kept).
+def _roots(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, bets: np.ndarray,
+           known: tuple[np.ndarray, np.ndarray], level: float, side: int) -> np.ndarray:
+    """Per sample and time t: the lower (``side=+1``) or upper bound: where the rejected
+    means ``log K+_t(m) >= level`` end (``log K+_t`` is decreasing in ``m``, each factor is,
+    truncated bets included; ``log K-_t`` increasing). Bisection within the range ``known``
+    to hold the mean keeps ``near`` rejected and ``far`` kept; the bound returned is
+    ``near``, at most ``TOLERANCE`` (of that range) outside the exact one."""
+    start, end = (known[0], known[1]) if side > 0 else (known[1], known[0])
+    near = np.broadcast_to(start[:, None], x.shape).copy()
+    far = np.broadcast_to(end[:, None], x.shape).copy()
+    kept_at_start = _log_capital(x, lo, hi, bets, near, side) < level
+    scale = (known[1] - known[0]).max()
+    while np.abs(far - near).max() > TOLERANCE * scale:
+        mid = (near + far) / 2
+        rejected = _log_capital(x, lo, hi, bets, mid, side) >= level
+        near, far = np.where(rejected, mid, near), np.where(rejected, far, mid)
+    return np.where(kept_at_start, start[:, None], near)
 
-    ``log K+_t`` is decreasing in ``m`` (each factor is, truncated bets included), so the
-    rejected means form ``[0, root]``: bisection keeps ``lo`` rejected and ``hi`` kept, and the
-    bound returned is ``lo``, at most ``TOLERANCE`` outside the exact one.
-    """
-    lo, hi = np.zeros(z.shape), np.ones(z.shape)
-    kept_at_zero = _log_capital(z, bets, lo) < level
-    while (hi - lo).max() > TOLERANCE:
-        mid = (lo + hi) / 2
-        rejected = _log_capital(z, bets, mid) >= level
-        lo, hi = np.where(rejected, mid, lo), np.where(rejected, hi, mid)
-    return np.where(kept_at_zero, 0.0, lo)
 
-
-def betting_cs(x: np.ndarray, low: float, high: float,
-               confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def betting_cs(x: np.ndarray, low: float | np.ndarray, high: float | np.ndarray,
+               confidence: float = 0.95, prior: tuple[float, float] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Betting confidence sequence for the mean of scores bounded by ``low`` and ``high``.
 
     Parameters
     ----------
     x : numpy.ndarray
         Scores in the order they arrived: one sequence (1-D) or one per row (2-D).
-    low, high : float
-        Bounds every score respects (1 and 10 for a 1..10 score; -9 and 9 for human - judge).
+    low, high : float or numpy.ndarray
+        Bounds every score respects (1 and 10 for a 1..10 score; -9 and 9 for human - judge),
+        or one pair per score (broadcast like ``x``), each known before that score arrived
+        (the power-tuned rectifier of :mod:`elitr_core.stats.ppi_cs`).
     confidence : float
         ``1 - alpha``: the probability that the truth lies in every interval of the sequence.
+    prior : tuple of float, optional
+        A range known to hold the mean before any score (default: the bounds); the
+        sequence never leaves it.
 
     Returns
     -------
@@ -170,18 +221,20 @@ def betting_cs(x: np.ndarray, low: float, high: float,
     >>> bool(lo[-1] < 8.0 < hi[-1]) and bool((np.diff(hi - lo) <= 0).all())
     True
     """
-    z = _check(x, low, high, confidence)
+    values, lo_all, hi_all = _check(x, low, high, confidence)
     alpha = 1 - confidence
     level = np.log(2 / alpha)
-    lower, upper = np.zeros_like(z), np.ones_like(z)
-    rows = max(1, _CELLS // max(1, z.shape[1] ** 2))
-    for start in range(0, len(z), rows):
-        part = z[start:start + rows]
-        bets = prpl_bets(part, alpha)
-        lower[start:start + rows] = _lower_roots(part, bets, level)
-        upper[start:start + rows] = 1 - _lower_roots(1 - part, bets, level)
-    lower = low + np.maximum.accumulate(lower, axis=1) * (high - low)
-    upper = low + np.minimum.accumulate(upper, axis=1) * (high - low)
+    lower, upper = np.zeros_like(values), np.zeros_like(values)
+    rows = max(1, _CELLS // max(1, values.shape[1] ** 2))
+    for start in range(0, len(values), rows):
+        part = slice(start, start + rows)
+        v, lo, hi = values[part], lo_all[part], hi_all[part]
+        known = _prior(lo, hi, prior)
+        bets = prpl_bets(v, lo, hi, alpha)
+        lower[part] = _roots(v, lo, hi, bets, known, level, +1)
+        upper[part] = _roots(v, lo, hi, bets, known, level, -1)
+    lower = np.maximum.accumulate(lower, axis=1)
+    upper = np.minimum.accumulate(upper, axis=1)
     if np.asarray(x).ndim == 1:
         return lower[0], upper[0]
     return lower, upper
@@ -194,26 +247,28 @@ def _first_reached(log_capital: np.ndarray, level: float) -> np.ndarray:
     return np.where(reached.any(axis=1), reached.argmax(axis=1) + 1.0, np.inf)
 
 
-def rejection_times(z: np.ndarray, bets: np.ndarray, m: np.ndarray, level: float,
+def rejection_times(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, bets: np.ndarray,
+                    m: np.ndarray, known: tuple[np.ndarray, np.ndarray], level: float,
                     side: int) -> np.ndarray:
     """When each sample's sequence first excludes ``m`` (one candidate per row): from below
     (``side=+1``, the lower bound passes ``m``) or above (``side=-1``); inf if never.
-    A bound never passes the end of [0, 1] it starts from (times inf) and starts past the
-    other end (time 0)."""
-    m = np.asarray(m, float)[:, None]
-    # K- of x is K+ of 1 - x at 1 - m
-    fixed, scaled = _log_growth(bets, z, m) if side > 0 else _log_growth(bets, 1 - z, 1 - m)
-    with np.errstate(invalid="ignore"):  # m outside (0, 1): NaN, replaced below
+    A bound never passes the end of the ``known`` range it starts from (times inf) and
+    starts past the other end (time 0)."""
+    m = np.asarray(m, float)
+    inside = np.clip(m, *known)[:, None]
+    z, mz = _scaled(x, lo, hi, inside, side)
+    fixed, scaled = _log_growth(bets, z, mz)
+    with np.errstate(invalid="ignore"):
         capital = diversified(np.cumsum(fixed, axis=1), np.cumsum(scaled, axis=1))
-    m = m[:, 0]
     times = _first_reached(capital, level)
     if side > 0:
-        return np.where(m <= 0, 0.0, np.where(m >= 1, np.inf, times))
-    return np.where(m >= 1, 0.0, np.where(m <= 0, np.inf, times))
+        return np.where(m <= known[0], 0.0, np.where(m >= known[1], np.inf, times))
+    return np.where(m >= known[1], 0.0, np.where(m <= known[0], np.inf, times))
 
 
-def stopping_time(x: np.ndarray, low: float, high: float, half_width: float,
-                  confidence: float = 0.95) -> np.ndarray:
+def stopping_time(x: np.ndarray, low: float | np.ndarray, high: float | np.ndarray,
+                  half_width: float, confidence: float = 0.95,
+                  prior: tuple[float, float] | None = None) -> np.ndarray:
     """Per sample: the number of scores after which :func:`betting_cs` is first no wider than
     ``2 * half_width`` (inf if never within ``x``).
 
@@ -222,41 +277,44 @@ def stopping_time(x: np.ndarray, low: float, high: float, half_width: float,
     ``b`` when ``tau-(b) <= t``, nonincreasing in ``b``. The first ``t`` with
     ``upper - lower <= 2w`` is ``min_a max(tau+(a), tau-(a + 2w))``, found by bisection on
     the crossing of the two: ``O(T log(1/tol))`` per sample instead of :func:`betting_cs`'s
-    ``O(T^2)``.
+    ``O(T^2)``. ``prior``: :func:`betting_cs`.
     """
-    z = _check(x, low, high, confidence)
+    values, lo, hi = _check(x, low, high, confidence)
     if not half_width > 0:
         raise UserError(f"the target half-width must be positive, not {half_width}")
     alpha = 1 - confidence
     level = np.log(2 / alpha)
-    width = 2 * half_width / (high - low)
-    bets = prpl_bets(z, alpha)
-    a_lo, a_hi = np.full(len(z), -width), np.full(len(z), 1.0)
+    width = 2 * half_width
+    known = _prior(lo, hi, prior)
+    bets = prpl_bets(values, lo, hi, alpha)
+
+    def tau(m: np.ndarray, side: int) -> np.ndarray:
+        return rejection_times(values, lo, hi, bets, m, known, level, side)
+
+    a_lo, a_hi = known[0] - width, known[1].copy()
     # invariant: tau+(a_lo) < tau-(a_lo + w) and tau+(a_hi) >= tau-(a_hi + w)
     for _ in range(42):
         mid = (a_lo + a_hi) / 2
-        up = rejection_times(z, bets, mid, level, +1)
-        down = rejection_times(z, bets, mid + width, level, -1)
-        crossed = up >= down
+        crossed = tau(mid, +1) >= tau(mid + width, -1)
         a_hi, a_lo = np.where(crossed, mid, a_hi), np.where(crossed, a_lo, mid)
-    left = rejection_times(z, bets, a_lo + width, level, -1)
-    right = rejection_times(z, bets, a_hi, level, +1)
-    out = np.minimum(np.maximum(rejection_times(z, bets, a_lo, level, +1), left),
-                     np.maximum(right, rejection_times(z, bets, a_hi + width, level, -1)))
+    out = np.minimum(np.maximum(tau(a_lo, +1), tau(a_lo + width, -1)),
+                     np.maximum(tau(a_hi, +1), tau(a_hi + width, -1)))
     return out if np.asarray(x).ndim > 1 else out[:1]
 
 
-def covers(x: np.ndarray, low: float, high: float, truth: float,
-           confidence: float = 0.95) -> np.ndarray:
+def covers(x: np.ndarray, low: float | np.ndarray, high: float | np.ndarray, truth: float,
+           confidence: float = 0.95, prior: tuple[float, float] | None = None) -> np.ndarray:
     """Per sample: whether :func:`betting_cs` holds ``truth`` after every score (the
-    time-uniform coverage event), from the capital at the truth alone: ``O(T)``."""
-    z = _check(x, low, high, confidence)
+    time-uniform coverage event), from the capital at the truth alone: ``O(T)``.
+    ``prior``: :func:`betting_cs`."""
+    values, lo, hi = _check(x, low, high, confidence)
     alpha = 1 - confidence
     level = np.log(2 / alpha)
-    bets = prpl_bets(z, alpha)
-    m = np.full(len(z), (truth - low) / (high - low))
-    return ~(np.isfinite(rejection_times(z, bets, m, level, +1))
-             | np.isfinite(rejection_times(z, bets, m, level, -1)))
+    known = _prior(lo, hi, prior)
+    bets = prpl_bets(values, lo, hi, alpha)
+    m = np.full(len(values), float(truth))
+    return ~(np.isfinite(rejection_times(values, lo, hi, bets, m, known, level, +1))
+             | np.isfinite(rejection_times(values, lo, hi, bets, m, known, level, -1)))
 
 
 def asymptotic_cs(x: np.ndarray, confidence: float = 0.95,

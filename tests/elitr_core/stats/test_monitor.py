@@ -16,6 +16,7 @@ from elitr_core.stats.monitor import (
     study_monitor,
     study_sequences,
 )
+from elitr_core.stats.ppi_cs import Ranges, tuned_lambdas
 
 KEY = {"split": "test2", "setting": "qa", "mode": "st"}
 
@@ -39,19 +40,32 @@ def test_sequences_weight_each_score_by_its_probability() -> None:
     table = study_sequences(obs, pop)
     assert tuple(table.columns) == SEQUENCE_COLUMNS
     assert set(table["target"]) == {"human", "bias", "ppi"}  # model N: no score yet
-    w = 31.0 / (100 * obs["probability"].to_numpy())
+    w = 31.0 / (100 * obs["probability"].to_numpy())  # weights between 0.62 and 1.55
     d = (obs["human"] - obs["judge"]).to_numpy() * w
-    lo, hi = betting_cs(d, -9 * 31 / 20, 9 * 31 / 20)  # weights between 0.62 and 1.55
-    ppi = table[table["target"] == "ppi"]
-    assert np.allclose(ppi["cs_low"], 6.2 + lo) and np.allclose(ppi["cs_high"], 6.2 + hi)
-    n = np.arange(1, d.size + 1)
-    mean = np.cumsum(d) / n
-    sd = np.array([d[:k].std(ddof=1) if k > 1 else np.nan for k in n])
-    half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
-    assert np.allclose(ppi["fixed_high"].iloc[1:], (6.2 + mean + half)[1:])
-    assert np.isnan(ppi["fixed_low"].iloc[0])
+    lo, hi = betting_cs(d, -9 * 31 / 20, 9 * 31 / 20)
     bias = table[table["target"] == "bias"]
-    assert np.allclose(bias["estimate"], mean)
+    assert np.allclose(bias["cs_low"], lo) and np.allclose(bias["cs_high"], hi)
+    # PPI: lambda_t 6.2 + w (h - lambda_t j), with the rectifier's weight tuned before each
+    # score (checked against its own transcription in test_ppi_cs) and bounds by hand
+    h, j = obs["human"].to_numpy(), obs["judge"].to_numpy()
+    lam = tuned_lambdas(h[None], j[None], w[None],
+                        Ranges(judge_mean=6.2, weight_min=0.62, weight_max=1.55))[0]
+    x = lam * 6.2 + w * (h - lam * j)
+    least, most = 1 - 10 * lam, 10 - lam
+    low = np.minimum(0.62 * least, 1.55 * least) + lam * 6.2
+    high = 1.55 * most + lam * 6.2
+    lo, hi = betting_cs(x, low, high, prior=(1, 10))
+    ppi = table[table["target"] == "ppi"]
+    assert np.allclose(ppi["cs_low"], lo) and np.allclose(ppi["cs_high"], hi)
+    assert (ppi["cs_low"] >= 1).all() and (ppi["cs_high"] <= 10).all()
+    n = np.arange(1, x.size + 1)
+    mean = np.cumsum(x) / n
+    sd = np.array([x[:k].std(ddof=1) if k > 1 else np.nan for k in n])
+    half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
+    assert np.allclose(ppi["fixed_high"].iloc[1:], (mean + half)[1:])
+    assert np.isnan(ppi["fixed_low"].iloc[0])
+    assert np.allclose(ppi["estimate"], mean)
+    assert np.allclose(bias["estimate"], np.cumsum(d) / n)
 
 
 def test_monitor_reports_the_last_interval_and_the_targets() -> None:

@@ -69,8 +69,10 @@ run: setup
 
 # The tests run in parallel (pytest-xdist): one worker per core, each file's tests on one worker
 # (its module fixtures start once). Tiers by cost (docs/testing.md): a test is marked browser,
-# server, model or postgres from what it uses (tests/tiers.py).
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile
+# server, model or postgres from what it uses (tests/tiers.py). Files are handed out costliest
+# first (tests/schedule.py, from tests/durations.json); xdist would otherwise order them by
+# number of tests and leave the few-test, minutes-long files for the end.
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile --no-loadscope-reorder
 QUICK := not (browser or server or model or postgres)
 
 # Every tier (the README's command, and CI's), with the 25 slowest steps listed at the end.

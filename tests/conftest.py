@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import make_url
 
 from db.engine import dispose_engines
-from tests import spawn_guard, tiers, workers
+from tests import schedule, spawn_guard, tiers, workers
 
 PG_URL = os.environ.get("DATABASE_URL_TEST")
 
@@ -39,6 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     problems = tiers.classify(items)
     if problems:
         raise pytest.UsageError("\n".join(problems))
+    # Costliest files first (tests/schedule.py), which xdist keeps under --no-loadscope-reorder.
+    items[:] = schedule.by_cost(items, schedule.load())
 
 
 @pytest.hookimpl(wrapper=True)

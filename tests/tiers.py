@@ -131,11 +131,16 @@ class Found:
 
 
 @functools.cache
+@functools.cache
+def _libraries() -> tuple[Path, ...]:
+    return tuple({Path(p).resolve() for p in (sys.prefix, sys.base_prefix,
+                                              sysconfig.get_paths()["purelib"])})
+
+
+@functools.cache  # asked for every name a test's code resolves: tens of thousands of times
 def _test_code(source: str) -> bool:
     path = Path(source).resolve()
-    libraries = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix,
-                                             sysconfig.get_paths()["purelib"])}
-    return not any(path == p or p in path.parents for p in (*PROJECT, *libraries))
+    return not any(path == p or p in path.parents for p in (*PROJECT, *_libraries()))
 
 
 def _in_tests(obj: Any) -> bool:

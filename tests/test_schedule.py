@@ -1,0 +1,113 @@
+"""tests/schedule.py: test files are handed to the xdist workers costliest first."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests import schedule
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Item:
+    """What by_cost reads of a pytest item: its id and its tier markers."""
+
+    nodeid: str
+    tiers: list[str] = field(default_factory=list)
+
+    def iter_markers(self):  # type: ignore[no-untyped-def]
+        return [getattr(pytest.mark, name).mark for name in self.tiers]
+
+
+def ids(items) -> list[str]:  # type: ignore[no-untyped-def]
+    return [item.nodeid for item in items]
+
+
+def test_costliest_files_first_and_each_files_tests_keep_their_order() -> None:
+    items = [Item("tests/a.py::t1"), Item("tests/b.py::t1"), Item("tests/a.py::t2"),
+             Item("tests/c.py::t1"), Item("tests/b.py::t2")]
+    measured = {"tests/a.py": 5.0, "tests/b.py": 50.0, "tests/c.py": 5.0}
+    assert ids(schedule.by_cost(items, measured)) == [  # type: ignore[arg-type]
+        "tests/b.py::t1", "tests/b.py::t2", "tests/a.py::t1", "tests/a.py::t2", "tests/c.py::t1"]
+
+
+def test_an_unmeasured_file_is_estimated_from_its_tests_tiers() -> None:
+    """Two browser tests outweigh forty plain ones; a measured figure wins over the estimate."""
+    plain = [Item(f"tests/plain.py::t{i}") for i in range(40)]
+    browser = [Item(f"tests/browser/page.py::t{i}", ["browser", "server"]) for i in range(2)]
+    order = ids(schedule.by_cost([*plain, *browser], {}))  # type: ignore[list-item]
+    assert order[:2] == ["tests/browser/page.py::t0", "tests/browser/page.py::t1"]
+    assert schedule.estimate(browser) == 2 * schedule.ESTIMATE["browser"]  # type: ignore[arg-type]
+    order = ids(schedule.by_cost([*plain, *browser], {"tests/browser/page.py": 1.0}))  # type: ignore[list-item]
+    assert order[0] == "tests/plain.py::t0"
+
+
+def test_a_missing_or_broken_durations_file_orders_by_estimates(tmp_path: Path) -> None:
+    assert schedule.load(tmp_path / "absent.json") == {}
+    (tmp_path / "broken.json").write_text("{not json")
+    assert schedule.load(tmp_path / "broken.json") == {}
+    (tmp_path / "list.json").write_text("[1, 2]")
+    assert schedule.load(tmp_path / "list.json") == {}
+
+
+def test_the_committed_durations_name_existing_files_and_cover_the_costly_ones() -> None:
+    """tests/durations.json lists files that exist (a renamed file would fall back to its
+    estimate, silently): refresh it with python -m tests.schedule RUN.xml."""
+    measured = schedule.load()
+    assert measured, "tests/durations.json is missing"
+    missing = [name for name in measured if not (ROOT / name).is_file()]
+    assert missing == []
+
+
+def test_durations_are_read_from_junit_xml(tmp_path: Path) -> None:
+    report = tmp_path / "run.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.test_schedule" name="a" time="1.5"/>'
+        '<testcase classname="tests.test_schedule" name="b" time="2.0"/>'
+        '<testcase classname="tests.db.test_engine" name="c" time="4.25"/>'
+        '<testcase classname="tests.test_tiers.TestSomething" name="d" time="0.5"/>'
+        '</testsuite></testsuites>')
+    assert schedule.from_junit([report]) == {"tests/db/test_engine.py": 4.2,
+                                             "tests/test_schedule.py": 3.5,
+                                             "tests/test_tiers.py": 0.5}
+
+
+def test_xdist_hands_out_files_in_this_order(tmp_path: Path) -> None:
+    """A real ``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (the Makefile's options)
+    starts the two costliest files first and the cheapest among the last, where xdist's own order (most
+    tests first) would start the many-test cheap file first."""
+    costs = {"test_cheap_many.py": 1.0, "test_big.py": 90.0, "test_mid.py": 30.0,
+             "test_small.py": 5.0, "test_tiny.py": 2.0, "test_bigger.py": 120.0}
+    log = tmp_path / "started.log"
+    for name, cost in costs.items():
+        count = 12 if name == "test_cheap_many.py" else 1
+        body = "".join(
+            f"def test_{i}():\n"
+            f"    with open({str(log)!r}, 'a') as f:\n"
+            f"        f.write({name!r} + '\\n')\n"
+            f"    import time; time.sleep(0.2)\n" for i in range(count))
+        (tmp_path / name).write_text(body)
+    (tmp_path / "conftest.py").write_text(
+        "from tests import schedule\n"
+        f"COSTS = {costs!r}\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    items[:] = schedule.by_cost(items, COSTS)\n")
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--dist loadfile --no-loadscope-reorder" in makefile
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+         "--dist", "loadfile", "--no-loadscope-reorder", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    started = list(dict.fromkeys(log.read_text().split()))
+    assert set(started[:2]) == {"test_bigger.py", "test_big.py"}
+    assert "test_cheap_many.py" not in started[:4]

@@ -14,6 +14,7 @@ from scipy import stats
 
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.frame import RESPONSE_KEY, ZERO_WIDTH
+from elitr_core.stats.intervals import clip_to_scale
 from elitr_core.stats.leaderboard import response_scores
 from elitr_core.vocab import EXPORT_COLUMNS, SCORE_MAX, SCORE_MIN
 
@@ -84,7 +85,7 @@ def _bin_rows(scores: np.ndarray, confidence: float) -> tuple[int, float, object
     if np.ptp(scores) == 0:
         return n, mean, pd.NA, pd.NA, f"all {n} scores in this bin are {mean:g}: {ZERO_WIDTH}"
     half = stats.t.ppf(0.5 + confidence / 2, df=n - 1) * scores.std(ddof=1) / np.sqrt(n)
-    return n, mean, float(mean - half), float(mean + half), ""
+    return n, mean, *clip_to_scale(mean - half, mean + half), ""
 
 
 def calibration(
@@ -99,7 +100,8 @@ def calibration(
     Each response scored by both the reference and the evaluator falls in the bin of its
     reference score rounded to the nearest integer (halves up, :func:`score_bin`). Per bin:
     the number of responses, the evaluator's mean score and its t confidence interval
-    ``mean +/- t_{(1+confidence)/2, n-1} * s / sqrt(n)`` (``s`` the sample std).
+    ``mean +/- t_{(1+confidence)/2, n-1} * s / sqrt(n)`` (``s`` the sample std), cut to the
+    1..10 scale every score lies on (:func:`~elitr_core.stats.intervals.clip_to_scale`).
 
     Parameters
     ----------

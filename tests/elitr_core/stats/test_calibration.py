@@ -61,7 +61,16 @@ def test_calibration_interval_matches_the_t_formula() -> None:
     half = T_975_DF2 * 2 / np.sqrt(3)
     assert seven["n"] == 3 and seven["mean"] == pytest.approx(6.0)
     assert seven["ci_low"] == pytest.approx(6 - half, abs=1e-5)
-    assert seven["ci_high"] == pytest.approx(6 + half, abs=1e-5)
+    assert 6 + half > 10 and seven["ci_high"] == 10.0  # cut to the scale
+
+
+def test_calibration_interval_is_cut_to_the_scale() -> None:
+    # bin 9 holds judge scores 9, 10, 10: mean 9.67, s = 0.577, t limits 8.23 and 11.1
+    nine = calibration(bin_frame([(9.0, 9.0), (9.0, 10.0), (9.0, 10.0)])).iloc[0]
+    half = T_975_DF2 * np.std([9.0, 10.0, 10.0], ddof=1) / np.sqrt(3)
+    assert 29 / 3 + half > 10
+    assert nine["ci_low"] == pytest.approx(29 / 3 - half, abs=1e-5)
+    assert nine["ci_high"] == 10.0
 
 
 def test_single_response_bin_has_an_undefined_interval() -> None:

@@ -32,8 +32,6 @@ MODELS_KEY = "filters.models"
 MIN_SCORES_KEY = "filters.min_scores"
 CURRENT_KEY = "filters.current"  # (page of the run, its filters): names the downloads
 LEFT_OUT_KEY = "filters.left_out"  # evaluators the minimum left out on this run
-MIN_SCORES_ENV = settings.MIN_SCORES
-DEFAULT_MIN_SCORES = settings.DEFAULT_MIN_SCORES
 WIDGET_SUFFIX = ".widget"
 
 ALL = "all"
@@ -127,18 +125,12 @@ def file_label(name: str) -> str:
                              if value and value not in parts]])
 
 
-def default_min_scores() -> int:
-    """The minimum number of scores an evaluator needs to enter the analyses by default
-    (``ELITR_MIN_SCORES``, else 30)."""
-    return settings.min_scores()  # a bad value stops the server's start (settings.check)
-
-
 def _apply_minimum(flt: ScoreFilter) -> ScoreFilter:
     """With Evaluators = all, leave out evaluators with fewer scores than the minimum under
     these filters (a 3-score pilot study would otherwise enter every analysis), and say so.
     Evaluators picked by name are always kept."""
     minimum = int(st.number_input("Minimum scores per evaluator", 0, 100_000,
-                                  st.session_state.get(MIN_SCORES_KEY, default_min_scores()),
+                                  st.session_state.get(MIN_SCORES_KEY, settings.min_scores()),
                                   step=10, key=MIN_SCORES_KEY + WIDGET_SUFFIX,
                                   on_change=_store, args=(MIN_SCORES_KEY,)))
     flt, left_out = with_minimum(flt, minimum)
@@ -177,7 +169,7 @@ def items_per_evaluator(scores: pd.DataFrame) -> pd.Series:
 def default_filters() -> ScoreFilter:
     """The filters an analysis page starts with (everything, less the evaluators under the
     default minimum number of scores); computed outside a page too (``ui.warm``)."""
-    return with_minimum(ScoreFilter(), default_min_scores())[0]
+    return with_minimum(ScoreFilter(), settings.min_scores())[0]
 
 
 def narrowing(flt: ScoreFilter) -> Markdown:

@@ -34,7 +34,6 @@ from ui.warm_progress import warming_line as warming_line  # re-exported
 _LOG = logging.getLogger(__name__)
 _STARTED = threading.Event()
 THREAD_NAME = "elitr-warm-pages"
-WARM_ENV = settings.WARM
 
 
 class _NotFromTheWarmUp(logging.Filter):

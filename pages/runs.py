@@ -2,6 +2,7 @@
 
 import itertools
 import shlex
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -12,12 +13,14 @@ from elitr_core.backends.base import BackendOption
 from elitr_core.backends.registry import backend_class
 from elitr_core.data.database import Engine, reading
 from elitr_core.errors import UserError
+from elitr_core.export.runs import runs_table
 from elitr_core.generation import jobs, preflight
 from elitr_core.generation import status as run_status
 from elitr_core.vocab import INTERLEAVE_KS, JUDGE_STYLES, LANGUAGES, PAIRWISE_STYLES
 from ui import warm
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import clear_caches, get_engine_or_stop
+from ui.downloads import download_table
 from ui.messages import guarded
 from ui.tables import show_table
 from ui.text import code_span, md, message, plain
@@ -105,6 +108,12 @@ def command_line(argv: list[str]) -> str:
     return "python -m elitr_core " + shlex.join(argv)
 
 
+def _runs_export(engine: Engine) -> pd.DataFrame:
+    """The ``runs`` table ``export runs`` writes, read when a download is clicked."""
+    with reading(engine) as session:
+        return runs_table(session)
+
+
 def show_status(engine: Engine) -> bool:
     """The runs, judges, unparsable judgments and the last job; whether something is going."""
     with reading(engine) as session:
@@ -125,6 +134,9 @@ def show_status(engine: Engine) -> bool:
                    f"(eta, min:s) update every {REFRESH_S:g} s.")
         show_table(with_speed(runs), key="runs.runs-table", keys=RUN_KEYS,
                    column_config={"progress": progress})
+        st.caption("Downloads: every run with what made it, as "
+                   + code_span("python -m elitr_core export runs") + " writes it.")
+        download_table(partial(_runs_export, engine), "runs", table="runs", key="download.runs")
         chosen = st.selectbox("Run config", runs["run"], key="runs.config_of",
                               format_func=lambda i: f"#{i} " +
                               runs.set_index("run").loc[i, "model"])

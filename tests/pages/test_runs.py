@@ -71,6 +71,19 @@ def test_runs_page_shows_progress_failures_and_unparsable(url: str) -> None:
     assert not app.error
 
 
+def test_the_runs_download_is_byte_identical_to_the_cli(
+        url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every table exports as the CLI does: the Runs page's runs table too."""
+    from tests.pages.analysis_support import cli_export, download_bytes, open_page
+
+    generate_run(get_engine(url), spec("complete-model"), FakeBackend())
+    app = open_page(url, monkeypatch, "runs")
+    assert not app.exception
+    page_bytes = download_bytes(app, "download.runs.csv")
+    assert page_bytes == cli_export(url, "runs", tmp_path / "runs.csv")
+    assert b"complete-model" in page_bytes and b"GPT-4" in page_bytes
+
+
 class NulFake(FakeBackend):
     """The fake backend ending every answer with a NUL (stored as U+FFFD by the policy)."""
 

@@ -302,8 +302,10 @@ class _Archive(zipfile.ZipFile):
     """A ZIP read from the file :func:`open_archive` opened, which it closes with itself."""
 
     def __init__(self, handle: Any) -> None:
-        super().__init__(handle)
+        # Set first: when the file is not a ZIP, ZipFile.__init__ raises and the half-made
+        # object's __del__ still calls close() (an 'Exception ignored' warning otherwise).
         self._handle = handle
+        super().__init__(handle)
 
     def close(self) -> None:
         try:

@@ -16,7 +16,11 @@ them (they are coverages, widths and errors, which the load does not move).
 - ``plans``: budget plans before (normal quantile, CLT variances) and after (the table's t
   interval, simulated, 80% assurance), from all of a model's 130 bundled scores and from pilots
   of 20: planned n, printed assurance, and the share of real studies of that size whose interval
-  (``ppi.classical_mean`` / ``ppi.ppipp_mean``) met the target.
+  (``ppi.classical_mean`` / ``ppi.ppipp_mean`` from all scores; for pilots the same interval
+  on every study at once, ``ppi_designs.uniform_estimates``) met the target. ``R / 5`` pilots
+  a cell are planned with the predictive assurance (now), a quarter of them also with the
+  pilot taken as the population (27 Nov); the gap is the mean printed assurance less the mean
+  share met, with the share's Monte-Carlo standard error over pilots.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import publish, uptime  # noqa: E402
 from elitr_core.stats.betting import betting_interval  # noqa: E402
+from elitr_core.stats.budget import REPLICATES, _smallest, _Studies  # noqa: E402
 from elitr_core.stats.intervals import SKEW_LIMIT, WIDER_CHECK_FROM  # noqa: E402
 
 LEVELS = np.arange(1.0, 11.0)
@@ -223,46 +228,78 @@ def met(y: np.ndarray, f: np.ndarray, n: float, design: str, half_width: float,
     return hits / studies
 
 
+class _PilotAsPopulation(_Studies):
+    """The planner of 27 Nov (main at d5a6b79) on a pilot: the pilot's pairs drawn with
+    replacement as if they were the population (the predictive planner replaced it)."""
+
+    def __init__(self, y: np.ndarray, yhat: np.ndarray, judge: np.ndarray, replicates: int,
+                 seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.size, self.full = judge.size, False
+        pick = rng.integers(0, y.size, (replicates, self.size))
+        rest = rng.random((replicates, self.size)).argsort(axis=1)
+        self.y, self.f, self.rest = y[pick], yhat[pick], judge[rest]
+
+
+PILOT = 20
+#: --model: plan these bundled models only (a run per model in parallel; default all three)
+MODELS: list[str] = []
+
+
 def plans_part(replicates: int, rng: np.random.Generator) -> str:
     """Planned against realised: the share of real studies meeting the target at the planned
     size, for plans from all 130 scores and from pilots of 20, before and after."""
     from elitr_core.data.benchmark import bundled_files, scores_frame
-    from elitr_core.stats.budget import _smallest, _Studies
     from elitr_core.stats.pairs import judge_human_table
 
     df = scores_frame(bundled_files())
     df = df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")]
     pairs = judge_human_table(df, "gpt-4", "gold-human").dropna(subset=["human"])
-    lines = ["| model | half-width | design | before: n, met | after (all 130 scores): n, "
-             "printed assurance, met | after (pilots of 20): mean n, mean printed, mean met, "
-             "pilots met >= 0.5 |", "| --- | --- | --- | --- | --- | --- |"]
-    studies, pilots = max(replicates, 200), max(replicates // 20, 10)
+    lines = ["| model | half-width | design | before: n, met | all 130 scores: n, printed "
+             "assurance, met | pilots of 20, pilot as population (before): mean n, mean "
+             "printed, mean met (MC se), gap | pilots of 20, predictive (now): mean n, mean "
+             "printed, mean met (MC se), gap, pilots met >= 0.5 |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    studies, pilots = max(replicates, 200), max(replicates // 5, 10)
     for model, g in pairs.groupby("model"):
-        if model not in BUNDLED_MODELS:
+        if model not in (MODELS or BUNDLED_MODELS):
             continue
         y, f = g["human"].to_numpy(float), g["judge"].to_numpy(float)
+        # real studies of any size: n of the 130 without replacement, the table's interval
+        # (ppi_designs.uniform_estimates, tested equal to classical_mean / ppipp_mean)
+        real = _Studies(y, f, f, studies, int(rng.integers(1 << 31)))
         for half_width in (0.75, 1.0):
             before = old_plan(y, f, f, half_width)
-            full = _Studies(y, f, f, 1000, 0)
+            full = _Studies(y, f, f, REPLICATES, 0)
+            picks = [rng.choice(y.size, PILOT, replace=False) for _ in range(pilots)]
             for k, design in enumerate(("human-only", "ppi++")):
                 n, printed, _ = _smallest(full, design, half_width, 0.95, 0.8)
-                pilot_rows = []
-                for _ in range(pilots):
-                    pick = rng.choice(y.size, 20, replace=False)
-                    sim = _Studies(y[pick], f[pick], f, 400, 0)
-                    pn, pa, _ = _smallest(sim, design, half_width, 0.95, 0.8)
-                    pilot_rows.append((pn, pa, met(y, f, pn, design, half_width, rng, 200)))
-                p = np.array(pilot_rows, float)
-                ok = ~np.isnan(p[:, 0])
+                cells = []
+                for planner, used in ((_PilotAsPopulation, picks[:max(pilots // 4, 5)]),
+                                      (_Studies, picks)):
+                    rows = []
+                    for j, pick in enumerate(used):
+                        sim = planner(y[pick], f[pick], f, REPLICATES, j)
+                        pn, pa, _ = _smallest(sim, design, half_width, 0.95, 0.8)
+                        rows.append((pn, pa, np.nan if np.isnan(pn) else
+                                     real.assurance(int(pn), design, half_width, 0.95)))
+                    p = np.array(rows, float)
+                    ok = ~np.isnan(p[:, 0])
+                    se = p[ok, 2].std(ddof=1) / np.sqrt(ok.sum())
+                    cells.append(f"{p[ok, 0].mean():.0f}, {p[ok, 1].mean():.3f}, "
+                                 f"{p[ok, 2].mean():.3f} ({se:.3f}), "
+                                 f"{p[ok, 1].mean() - p[ok, 2].mean():+.3f}")
+                cells[-1] += (f", {np.mean(p[ok, 2] >= 0.5):.0%} ({ok.sum()} of {pilots} "
+                              "planned)")
                 lines.append(
                     f"| {model} | {half_width} | {design} | {before[k]:.0f}, "
                     f"{met(y, f, before[k], design, half_width, rng, studies):.3f} | "
                     f"{n:.0f}, {printed:.3f}, {met(y, f, n, design, half_width, rng, studies):.3f}"
-                    f" | {np.nanmean(p[ok, 0]):.0f}, {np.nanmean(p[ok, 1]):.3f}, "
-                    f"{np.nanmean(p[ok, 2]):.3f}, {np.mean(p[ok, 2] >= 0.5):.0%} "
-                    f"({ok.sum()} of {pilots} planned) |")
-    return "\n".join(lines) + (f"\n\n{studies} real studies per plan from all scores, "
-                               f"{pilots} pilots of 20 a cell (200 real studies each)")
+                    f" | {cells[0]} | {cells[1]} |")
+                print(lines[-1], flush=True)
+    return "\n".join(lines) + (f"\n\n{studies} real studies per plan; {pilots} pilots of "
+                               f"{PILOT} a cell, the first {max(pilots // 4, 5)} of them also "
+                               "planned as before")
 
 
 PARTS = {"betting": betting_part, "aggregate": aggregate_part, "plans": plans_part}
@@ -275,7 +312,10 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, help="also write the tables (Markdown) here")
+    parser.add_argument("--model", action="append", choices=BUNDLED_MODELS,
+                        help="plans: only this model (repeat; default all three)")
     args = parser.parse_args()
+    MODELS.extend(args.model or [])
     rng = np.random.default_rng(args.seed)
     texts = [f"`uptime` before: {uptime()}"]
     for part in args.part or list(PARTS):

@@ -20,7 +20,12 @@ from elitr_core.export.judge_audit import (
     AuditOptions,
     audit_table,
 )
-from elitr_core.export.unusable import UNUSABLE_KEYS, note_unusable
+from elitr_core.export.unusable import (
+    LEFT_OUT_COLUMNS,
+    UNUSABLE_KEYS,
+    note_left_out,
+    note_unusable,
+)
 from elitr_core.stats.frame import by_named_annotator
 from elitr_core.vocab import (
     EXPORT_COLUMNS,
@@ -190,7 +195,10 @@ def build_table(
                            rank_by=rank_by, evaluator=evaluator, aggregate=aggregate)
     if name in UNUSABLE_KEYS:
         return _with_unusable(name, session, flt, scores, options)
-    return stat_table(name, scores, options=options)
+    table = stat_table(name, scores, options=options)
+    if name in LEFT_OUT_COLUMNS:
+        return note_left_out(name, table, scores, unscored_table(session, flt))
+    return table
 
 
 def _with_unusable(name: str, session: Session, flt: ScoreFilter, scores: pd.DataFrame,

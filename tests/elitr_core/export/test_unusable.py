@@ -105,6 +105,25 @@ def test_a_model_whose_only_scores_are_unusable_is_noted(url: str, how: str,
     assert list(_table(url, "evaluator-means").columns)[-1] == "note"
 
 
+def test_tables_pooling_models_name_the_model_they_left_out(url: str) -> None:
+    """Correlation, calibration and the ICC have no row of a model to give: the
+    note of each row reading the pool names the model left out and why; the gold-only rows
+    and a model with usable scores are not named."""
+    lose_first_annotator(url, "lapsed")
+    expected = (f"{LOST} left out, no usable score: 2 scores lapsed (idle past the study's "
+                "lease); see export unscored")
+    with reading(open_database(url)) as session:
+        both = ScoreFilter(evaluators=(POOL, "gold-human"))
+        correlation = build_table("evaluator-correlation", session, both)
+        calibration = build_table("calibration", session, both)
+        icc = build_table("icc", session, both)
+    assert len(correlation) and all(expected in note for note in correlation["note"])
+    assert len(calibration) and all(expected in note for note in calibration["note"])
+    assert len(icc) and all(expected in note for note in icc["note"])
+    assert not any("Alpha-7B left out" in note or "Beta-13B left out" in note
+                   for note in [*correlation["note"], *calibration["note"], *icc["note"]])
+
+
 def test_no_usable_score_at_all_is_a_table_of_notes(url: str) -> None:
     """Every study score lapsed: the table holds each model's note instead of refusing."""
     engine = open_database(url)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sqlalchemy import func, tuple_
 from sqlalchemy import select as sa_select
-from sqlalchemy import tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
@@ -28,6 +28,7 @@ SOURCES: dict[str, str] = {
     "pool": "no (a pool of annotators holds none)",
     "inspect": "an inspect_ai log's",
     "lm-eval": "an lm-evaluation-harness log's",
+    "label-studio": "a Label Studio export's",
 }
 class OtherSource(UserError):
     """The evaluator is another source's (its id in ``evaluator_id``): nothing may be added
@@ -44,7 +45,8 @@ class OtherSetup(UserError):
 
 
 #: Slug namespaces: an evaluator named ``inspect:...`` is made by an inspect_ai log only.
-NAMESPACES: dict[str, str] = {"inspect": "inspect", "lm-eval": "lm-eval"}
+NAMESPACES: dict[str, str] = {"inspect": "inspect", "lm-eval": "lm-eval",
+                              "label-studio": "label-studio"}
 
 
 def evaluator_for(*, session: Session, slug: str, kind: str, source: str,
@@ -57,7 +59,8 @@ def evaluator_for(*, session: Session, slug: str, kind: str, source: str,
     harness grader's model and settings); a human source may take over a pool of annotators
     that holds no score yet (made by a study before the release was imported). A slug in a
     namespace
-    (``inspect:``, ``lm-eval:``) is only ever made by that namespace's source.
+    (``inspect:``, ``lm-eval:``, ``label-studio:``) is only ever made by that namespace's
+    source.
 
     Raises
     ------
@@ -201,6 +204,12 @@ def annotator_by_name(*, session: Session, evaluator_id: int, name: str) -> Anno
     return session.execute(sa_select(Annotator).where(
         col(Annotator.evaluator_id) == evaluator_id, col(Annotator.name) == name,
     )).scalar_one_or_none()
+
+
+def annotator_count(*, session: Session, evaluator_id: int) -> int:
+    """How many annotators the evaluator (a pool, a project) holds."""
+    return int(session.execute(sa_select(func.count(col(Annotator.id))).where(
+        col(Annotator.evaluator_id) == evaluator_id)).scalar_one())
 
 
 def add_annotator(*, session: Session, **values: Any) -> Annotator:

@@ -120,6 +120,26 @@ def response_ids_of_runs(session: Session, runs: Iterable[int]) -> dict[tuple[in
     return {(r, q): i for r, q, i in session.execute(stmt)}
 
 
+def response_index(*, session: Session) -> list[tuple[int, int, str, int]]:
+    """(response id, run id, meeting, question number) of every stored response: what names
+    a response in another database or tool (``export/dataset.response_key``)."""
+    stmt = (sa_select(col(Response.id), col(Response.run_id), col(Meeting.external_id),
+                      col(Question.number))
+            .join(Question, col(Question.id) == col(Response.question_id))
+            .join(Meeting, col(Meeting.id) == col(Question.meeting_id)))
+    return [(int(r), int(run), str(m), int(n)) for r, run, m, n in session.execute(stmt)]
+
+
+def response_texts(*, session: Session, ids: Sequence[int]) -> dict[int, str]:
+    """Response id -> its stored text, for ``ids``."""
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), _CHUNK):
+        stmt = sa_select(col(Response.id), col(Response.text)).where(
+            col(Response.id).in_(list(ids[start:start + _CHUNK])))
+        out.update({int(i): str(text) for i, text in session.execute(stmt)})
+    return out
+
+
 def run_answers(*, session: Session, run_id: int) -> dict[int, tuple[str, Mapping[str, Any]]]:
     """Question id -> (stored answer text, its metadata) of a run."""
     stmt = select(Response.question_id, Response.text, Response.meta).where(

@@ -38,7 +38,7 @@ import pytest
 #: the tiers, with what puts a test in one (pytest's marker descriptions)
 MARKERS = {
     "browser": "drives a real Chromium (Selenium, or kaleido's figure export)",
-    "server": "starts server.py (streamlit run), the replicas or nginx",
+    "server": "starts server.py (streamlit run), the replicas, nginx or a Label Studio server",
     "model": "runs a model on torch (SmolLM2, a tiny Llama), transformers serve, or the "
              "inspect / lm_eval CLIs",
     "postgres": "needs PostgreSQL (DATABASE_URL_TEST), or starts a PostgreSQL server",
@@ -72,6 +72,8 @@ HELPERS = {
     ("tests.test_deploy", "_replicas"): "server",
     ("tests.test_deploy", "_nginx"): "server",
     ("tests.elitr_core.annotation.test_proxies_nginx", "_nginx"): "server",
+    # a real Label Studio server (its own virtualenv), for the round trip of its tasks
+    ("tests.label_studio", "label_studio_server"): "server",
     ("tests.conftest", "pg_database"): "postgres",
     ("tests.conftest", "_pg_admin_url"): "postgres",
     ("tests.pg_instance", "pg_instance"): "postgres",
@@ -93,7 +95,7 @@ HELPERS = {
 PROGRAMS = {
     "chromium": "browser", "chromedriver": "browser", "google-chrome": "browser",
     "streamlit": "server", "server.py": "server", "replicas.sh": "server", "nginx": "server",
-    "uvicorn": "server",
+    "uvicorn": "server", "label-studio": "server",
     "lm_eval": "model", "inspect": "model", "inspect_ai": "model", "transformers": "model",
     "initdb": "postgres", "pg_ctl": "postgres", "postgres": "postgres", "psql": "postgres",
     "pg_dump": "postgres", "pg_restore": "postgres",

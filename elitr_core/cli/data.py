@@ -32,22 +32,30 @@ def cmd_import(args: argparse.Namespace) -> int:
     from elitr_core.data.database import open_database, writing
     from elitr_core.data.importers import import_paths
     from elitr_core.data.report import ImportReport
+    from elitr_core.integrations.label_studio_import import (
+        import_label_studio_paths,
+        is_label_studio_export,
+    )
     from elitr_core.integrations.store import import_harness_paths, is_harness_file
 
     paths = [Path(p) for p in args.paths]
-    harness = [p for p in paths if is_harness_file(p)]
+    labelled = [p for p in paths if is_label_studio_export(p)]
+    harness = [p for p in paths if p not in labelled and is_harness_file(p)]
     engine = open_database(args.db)
     skipped: list[str] = []
     with writing(engine) as session:  # one transaction: a refused file leaves nothing written
         report = ImportReport()
-        if len(harness) < len(paths):
+        if len(harness) + len(labelled) < len(paths):
             report = import_paths(
-                session, [p for p in paths if p not in harness],
+                session, [p for p in paths if p not in harness and p not in labelled],
                 password=args.password.encode(), replace=args.replace,
             )
         if harness:
             skipped = import_harness_paths(session, harness, report, replace=args.replace,
                                            partial=args.partial, variant=args.variant)
+        if labelled:  # last: their scores are of responses the other files may bring
+            skipped += import_label_studio_paths(session, labelled, report,
+                                                 replace=args.replace, variant=args.variant)
     print(f"imported {report.summary()}")
     if skipped:
         print(f"left out {len(skipped)}:")
@@ -94,7 +102,9 @@ def register(sub: Any) -> None:
         "with the columns of `export scores`, inspect_ai logs of the ELITR-Bench task "
         "(.eval, .json) or lm-evaluation-harness samples (samples_elitr_bench_*.jsonl, "
         "read with the results_*.json beside them): each log is a run, its numeric "
-        "scorers evaluators. All files in one transaction. Files that "
+        "scorers evaluators; a Label Studio JSON export of a project made from `export "
+        "label-studio`: its annotations become the evaluator label-studio:PROJECT. All "
+        "files in one transaction. Files that "
         "disagree with each other, or with what is stored, are refused; --replace lets an "
         "import change stored values and lists each one it replaced.",
     )
@@ -106,7 +116,8 @@ def register(sub: Any) -> None:
                    "log and list the others (refused without it)")
     p.add_argument("--variant", default="", metavar="NAME",
                    help="harness logs: store them as runs of this variant (tells apart two "
-                   "runs of one model and settings, e.g. with and without the LIE option)")
+                   "runs of one model and settings, e.g. with and without the LIE option); a "
+                   "Label Studio export: its evaluator is label-studio:PROJECT~NAME")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--password", default="utter", type=valid_text("password"),
                    help="password of encrypted ZIP archives (ELITR-Bench's: utter)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from elitr_core.cli.options import (
@@ -25,6 +26,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.table == "benchmark":
         return export_benchmark(args)
+    if args.table == "label-studio":
+        return export_label_studio(args)
+    if args.project is not None:
+        raise UserError("--project applies to export label-studio DIR only")
     if args.table == "dataset" or args.folder is not None:
         return export_dataset(args)
     if args.include_minutes:
@@ -86,6 +91,33 @@ def export_dataset(args: argparse.Namespace) -> int:
           + "; annotators pseudonymised"
           + ("; corpus minutes included (their licence is on the card)" if args.include_minutes
              else "; corpus minutes left out (--include-minutes puts them in)"))
+    return 0
+
+
+def export_label_studio(args: argparse.Namespace) -> int:
+    """``export label-studio DIR``: the responses as blind Label Studio tasks and the
+    labelling config with the 10-point rubric."""
+    from elitr_core.data.database import open_database, reading
+    from elitr_core.integrations.label_studio import (
+        checked_project,
+        evaluator_slug,
+        task_table,
+        write_label_studio,
+    )
+
+    if args.folder is None:
+        raise UserError("export label-studio needs the folder to write: export label-studio "
+                        "DIR")
+    if args.evaluator:
+        raise UserError("--evaluator does not apply to export label-studio (it writes "
+                        "responses, whoever scored them)")
+    project = checked_project(args.project or Path(args.folder).absolute().name)
+    with reading(open_database(args.db, write=False)) as session:
+        frame = task_table(session, score_filter(args))
+    written = write_label_studio(frame, args.folder, project)
+    print(f"wrote {', '.join(p.name for p in written)} to {args.folder}: {len(frame):,} "
+          f"tasks, blind (no model name); their annotations import back as the evaluator "
+          f"{evaluator_slug(project)} (docs/harnesses-and-datasets.md, Label Studio)")
     return 0
 
 
@@ -154,20 +186,26 @@ def register(sub: Any) -> None:
     """Add ``export`` and ``metrics`` to the CLI's subparsers."""
     from elitr_core.vocab import PAIRWISE_TABLES, PROVENANCE_TABLES, TABLE_NAMES
 
-    names = (*TABLE_NAMES, *PAIRWISE_TABLES, *PROVENANCE_TABLES, "benchmark", "dataset")
+    names = (*TABLE_NAMES, *PAIRWISE_TABLES, *PROVENANCE_TABLES, "benchmark", "dataset",
+             "label-studio")
     p = sub.add_parser(
         "export",
         help="export a table (CSV, JSON, LaTeX, Parquet) or the scores as a dataset",
         description="Export one table of the export contract to stdout or --out (Parquet: "
         "--out only); `export dataset DIR` writes scores, responses, questions and studies "
         "as Parquet with a dataset card (annotators pseudonymised; datasets.load_dataset(DIR) "
-        "opens it); `export benchmark --format jsonl` the questions for "
-        "lm-evaluation-harness.",
+        "opens it); `export label-studio DIR` the responses as blind Label Studio tasks with "
+        "a labelling config of the 10-point rubric; `export benchmark --format jsonl` the "
+        "questions for lm-evaluation-harness.",
     )
     p.add_argument(
         "table", choices=names, metavar="TABLE", help="one of: " + ", ".join(names)
     )
-    p.add_argument("folder", nargs="?", metavar="DIR", help="dataset: the folder to write")
+    p.add_argument("folder", nargs="?", metavar="DIR",
+                   help="dataset, label-studio: the folder to write")
+    p.add_argument("--project", metavar="NAME",
+                   help="label-studio: the project's name, which its annotations are imported "
+                   "under as the evaluator label-studio:NAME (default: the folder's name)")
     p.add_argument("--include-minutes", action="store_true",
                    help="dataset: keep the reference answers of summary questions (the ELITR "
                         "Minuting Corpus's minutes, under its own licence; default: left out)")

@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,23 @@ def response_key(run: tuple[Any, ...], meeting: str, number: int) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def run_keys(session: Session) -> dict[int, tuple[Any, ...]]:
+    """Run id -> the run's whole key (model, setting, mode, split, seed, variant, language),
+    what :func:`response_key` hashes, of every stored run."""
+    from db.runs import run_list
+
+    return {int(run.id): (run.model, run.setting, run.mode, run.split, run.seed, run.variant,
+                          run.language)
+            for run in run_list(session=session, include_imported=True) if run.id is not None}
+
+
+def response_keys(frame: pd.DataFrame, runs: dict[int, tuple[Any, ...]]) -> list[str]:
+    """The :func:`response_key` of each row of ``frame`` (columns ``run_id``, ``meeting``,
+    ``question_id``)."""
+    return [response_key(runs[int(run)], meeting, number) for run, meeting, number in
+            zip(frame["run_id"], frame["meeting"], frame["question_id"], strict=True)]
+
+
 def dataset_tables(session: Session, flt: ScoreFilter | None = None, *,
                    include_minutes: bool = False) -> dict[str, pd.DataFrame]:
     """The four tables of the dataset (annotators pseudonymised; the minutes, reference
@@ -75,22 +93,20 @@ def dataset_tables(session: Session, flt: ScoreFilter | None = None, *,
     from db import benchmark as bq
     from db import studies as sq
     from db.evaluators import annotator_id_order
-    from db.runs import run_list
     from elitr_core.data.browse import response_rows
     from elitr_core.data.scores import scores_table
     from elitr_core.data.summaries import SUMMARY_TYPE
 
     flt = flt or ScoreFilter()
-    runs = {run.id: (run.model, run.setting, run.mode, run.split, run.seed, run.variant,
-                     run.language) for run in run_list(session=session, include_imported=True)}
+    runs = run_keys(session)
     scores = scores_table(session, flt, ids=True)
     names = pseudonyms(annotator_id_order(session=session))
     scores["annotator"] = [None if pd.isna(a) else names[int(a)] for a in scores["annotator_id"]]
-    scores.insert(0, "response_key", _keys(scores, runs))
+    scores.insert(0, "response_key", response_keys(scores, runs))
     scores = scores.drop(columns=["run_id", "annotator_id"])
     responses = pd.DataFrame(response_rows(session, flt, ids=True))
     responses = responses.reindex(columns=[*RESPONSE_COLUMNS[1:], "run_id"])
-    responses.insert(0, "response_key", _keys(responses, runs))
+    responses.insert(0, "response_key", response_keys(responses, runs))
     responses = responses[list(RESPONSE_COLUMNS)]
     responses["seed"] = responses["seed"].astype("Int64")
     questions = pd.DataFrame(bq.question_rows(session=session), columns=[*QUESTION_COLUMNS])
@@ -107,47 +123,55 @@ def dataset_tables(session: Session, flt: ScoreFilter | None = None, *,
             "studies": studies}
 
 
-def _keys(frame: pd.DataFrame, runs: dict[Any, tuple[Any, ...]]) -> list[str]:
-    return [response_key(runs[int(run)], meeting, number) for run, meeting, number in
-            zip(frame["run_id"], frame["meeting"], frame["question_id"], strict=True)]
-
-
 def write_dataset(tables: dict[str, pd.DataFrame], folder: str, *,
                   include_minutes: bool = False) -> list[Path]:
     """Write the Parquet files (of the tables with rows) and the card into ``folder`` (new,
-    or empty), whole or not at all: into a temporary folder beside it, renamed into place at
-    the end."""
+    or empty), whole or not at all (:func:`write_folder`)."""
     from elitr_core.export.formats import to_parquet
     from elitr_core.export.schema import typed_table
 
-    target = Path(folder).absolute()
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise UserError(f"{folder} exists and is not an empty folder: give a new folder for "
-                        "the dataset")
-    if not target.parent.is_dir():
-        raise UserError(f"{target.parent} does not exist: create it first")
     if tables["scores"].empty:
         raise UserError("no score matches the filters: nothing to share")
     # a table without rows is left out: datasets' Parquet reader fails on a file of no rows
     names = [name for name in FILES if not tables[name].empty]
-    partial = Path(tempfile.mkdtemp(prefix=".dataset-", dir=target.parent))
+
+    def files() -> dict[str, bytes]:
+        out = {f"{name}.parquet": to_parquet(tables[name], f"dataset/{name}") for name in names}
+        out["README.md"] = dataset_card({name: typed_table(tables[name], f"dataset/{name}")
+                                         for name in names},
+                                        minutes=include_minutes).encode("utf-8")
+        return out
+
+    return write_folder(folder, files, what="the dataset")
+
+
+def write_folder(folder: str, files: Callable[[], dict[str, bytes]], *, what: str
+                 ) -> list[Path]:
+    """Write ``files()`` (name -> bytes) into ``folder`` (new, or empty), whole or not at
+    all: into a temporary folder beside it, renamed into place at the end; the files
+    written."""
+    target = Path(folder).absolute()
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UserError(f"{folder} exists and is not an empty folder: give a new folder for "
+                        f"{what}")
+    if not target.parent.is_dir():
+        raise UserError(f"{target.parent} does not exist: create it first")
+    partial = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
     umask = os.umask(0o022)
     os.umask(umask)
     try:
         partial.chmod(0o777 & ~umask)  # as mkdir would make it, not mkdtemp's 0700
-        for name in names:
-            (partial / f"{name}.parquet").write_bytes(to_parquet(tables[name],
-                                                                 f"dataset/{name}"))
-        card = dataset_card({name: typed_table(tables[name], f"dataset/{name}")
-                             for name in names},
-                            minutes=include_minutes)
-        (partial / "README.md").write_text(card, encoding="utf-8")
+        for name, data in files().items():
+            (partial / name).write_bytes(data)
         if target.exists():
             target.rmdir()
         os.replace(partial, target)
     except OSError as exc:
         shutil.rmtree(partial, ignore_errors=True)
-        raise UserError(f"cannot write the dataset to {folder}: {exc.strerror or exc}") from None
+        raise UserError(f"cannot write {what} to {folder}: {exc.strerror or exc}") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     return sorted(target.iterdir())
 
 

@@ -73,6 +73,12 @@ TABLE_TYPES: dict[str, dict[str, pa.DataType]] = {
     # the interleaved run's label (MODEL (int2)), not a run id
     "interleaving": {"run": _S},
 }
+#: The files of ``export label-studio DIR`` that hold rows: one task per response to score,
+#: blind (no model, run or setting: what the annotation page shows, and the response's key).
+LABEL_STUDIO_COLUMNS: dict[str, tuple[str, ...]] = {
+    "label-studio/tasks": ("response_key", "meeting", "question_id", "question", "reference",
+                           "response"),
+}
 #: Columns that identify a row: never null (a response's question and run, an evaluator).
 _KEYS = ("meeting", "question_id", "split", "setting", "mode", "model", "evaluator")
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -88,6 +94,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
                           "mode", "model"),
     "dataset/questions": ("meeting", "question_id", "split", "question_type"),
     "dataset/studies": ("study", "evaluator", "created_at"),
+    "label-studio/tasks": LABEL_STUDIO_COLUMNS["label-studio/tasks"],
 }
 
 #: The files of ``export dataset`` (``dataset/NAME``) with their columns.
@@ -108,13 +115,14 @@ OTHER_COLUMNS: dict[str, tuple[str, ...]] = {
 
 def declared(table: str) -> bool:
     """Whether export table ``table`` has a declared schema."""
-    return table in EXPORT_COLUMNS or table in OTHER_COLUMNS or table in DATASET_COLUMNS
+    return any(table in names for names in (EXPORT_COLUMNS, OTHER_COLUMNS, DATASET_COLUMNS,
+                                            LABEL_STUDIO_COLUMNS))
 
 
 def declared_schema(table: str) -> pa.Schema:
     """The Arrow schema of export table ``table`` (KeyError for a table of no schema)."""
     names = (EXPORT_COLUMNS.get(table) or OTHER_COLUMNS.get(table)
-             or DATASET_COLUMNS[table])
+             or LABEL_STUDIO_COLUMNS.get(table) or DATASET_COLUMNS[table])
     required = set(REQUIRED.get(table, ()))
     types = {**COLUMN_TYPES, **TABLE_TYPES.get(table, {})}
     return pa.schema([pa.field(c, types[c], nullable=c not in required) for c in names])

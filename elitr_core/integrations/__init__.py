@@ -1,4 +1,6 @@
-"""ELITR-Bench in other evaluation harnesses: inspect_ai and lm-evaluation-harness.
+"""ELITR-Bench in other evaluation harnesses (inspect_ai, lm-evaluation-harness) and in Label
+Studio (``label_studio``: blind tasks and the rubric's config out, ``label_studio_import``: a
+project's JSON export back as an evaluator).
 
 ``items`` turns the stored benchmark into the conversations a harness asks (the benchmark's own
 prompts); ``inspect_task.py`` is the inspect_ai task; ``lm_eval/`` holds the

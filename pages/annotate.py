@@ -15,6 +15,7 @@ import time
 
 import streamlit as st
 
+from elitr_core.annotation.auth import StudyEnded
 from elitr_core.annotation.guidelines import (
     Example,
     rubric_criterion,
@@ -36,7 +37,7 @@ from elitr_core.data.database import reading, writing
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 from ui.auth_ui import ANNOTATOR, ENTRY_KEY, require_role
 from ui.data import get_engine_or_stop
-from ui.messages import guarded
+from ui.messages import PROLIFIC_COMPLETE, ended, guarded
 from ui.text import code_span, md, plain
 
 POSITION_KEY = "annotate.position"  # queue position shown, None = end screen
@@ -52,6 +53,7 @@ NOTICE_KEY = "annotate.notice"  # a key press that arrived for an item no longer
 # (queue view, position, item view) drawn last: while the database is away (a restart) the
 # page says so in one sentence and shows that item again, Submit included, instead of stopping
 LAST_KEY = "annotate.last"
+ENDED_KEY = "annotate.ended"  # the StudyEnded a submit met: the page shows it and no item
 KEEP_KEY = "annotate.keep"  # a submit just failed and said why: redraw LAST_KEY's item as it is
 SCORE_KEY = "annotate-score-{}"  # the picked score of a position (set by the scale's buttons)
 # Every widget of an item carries its queue position in its key, so a click carries the
@@ -67,7 +69,6 @@ SCALE = list(range(int(SCORE_MIN), int(SCORE_MAX) + 1))  # the rubric's scores, 
 LOW, HIGH = SCALE[0], SCALE[-1]
 KEYS = f"keys {LOW}-9, 0 = {HIGH}"  # a score's key is its last digit (10: 0)
 ENDS = f":gray[{LOW} = Does not correspond at all · {HIGH} = Perfect match · {KEYS}]"
-PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc={}"
 KEYS_JS = """<script>(function () {
   const w = window.parent || window, doc = w.document;
   if (w.__elitrKeys) doc.removeEventListener("keydown", w.__elitrKeys, true);
@@ -110,9 +111,13 @@ if st.session_state.get(ENTRY_SEEN_KEY) != entry:
     # a new link or a reload: resume at the first item without an answer
     st.session_state[ENTRY_SEEN_KEY] = entry
     st.session_state.pop(SHOWN_KEY, None)
+    st.session_state.pop(ENDED_KEY, None)
     st.session_state[POSITION_KEY] = None
     with guarded():
         st.session_state[POSITION_KEY] = queue_view(engine, entry).first_open
+if st.session_state.get(ENDED_KEY) is not None:
+    ended(st.session_state[ENDED_KEY])
+    st.stop()
 
 
 def _go(position: int | None) -> None:
@@ -166,10 +171,14 @@ def _submit(position: int) -> None:
         return
     # the time counts from when this item was drawn (_on_screen: SHOWN_KEY is this item's)
     with guarded() as call:  # a refusal is shown, and the item stays
-        view = submit(engine, entry, position, int(value),
-                      comment=st.session_state.get(COMMENT_KEY.format(position), ""),
-                      unclear=bool(st.session_state.get(UNCLEAR_KEY.format(position))),
-                      seconds=time.monotonic() - st.session_state[SHOWN_KEY][1])
+        try:
+            view = submit(engine, entry, position, int(value),
+                          comment=st.session_state.get(COMMENT_KEY.format(position), ""),
+                          unclear=bool(st.session_state.get(UNCLEAR_KEY.format(position))),
+                          seconds=time.monotonic() - st.session_state[SHOWN_KEY][1])
+        except StudyEnded as exc:  # closed, excluded, lapsed: the page ends with the message
+            st.session_state[ENDED_KEY] = exc
+            return
     if call.failed:  # said once: this run shows the item as drawn, without reading again
         st.session_state[KEEP_KEY] = True
         return

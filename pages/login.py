@@ -39,7 +39,12 @@ if st.session_state.pop("auth.logged_out", False) or st.query_params.get("logged
 
 
 def _attempt(password: str) -> str | None:
-    """Check a password under the attempt limit; the session's one-time ticket when right."""
+    """Check a password under the attempt limit; the session's one-time ticket when right.
+    An empty field is no attempt (a press of Enter too early): it is not recorded, so it
+    never counts towards the lockout."""
+    if not password:
+        st.warning("Type the researcher password, then press Log in.")
+        return None
     engine, client = get_engine_or_stop(), client_address()
     with writing(engine) as session:
         wait = login_wait(session, client)

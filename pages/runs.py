@@ -1,35 +1,24 @@
 """Runs (researcher): generation runs and LLM judges, live progress, and background jobs."""
 
-import itertools
 import shlex
 from functools import partial
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from elitr_core.backends import registry
-from elitr_core.backends.base import BackendOption
-from elitr_core.backends.registry import backend_class
 from elitr_core.data.database import Engine, reading
-from elitr_core.errors import UserError
 from elitr_core.export.runs import runs_table
-from elitr_core.generation import jobs, preflight
+from elitr_core.generation import jobs
 from elitr_core.generation import status as run_status
-from elitr_core.vocab import INTERLEAVE_KS, JUDGE_STYLES, LANGUAGES, PAIRWISE_STYLES
 from ui import warm
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import clear_caches, get_engine_or_stop
 from ui.downloads import download_table
-from ui.messages import guarded
+from ui.run_form import job_form
 from ui.tables import show_table
-from ui.text import code_span, md, message, plain
+from ui.text import code_span, md, plain
 
 GOING_KEY = "runs.going"
-#: the form's backends: those asking a server first, then those loading the model here, the
-#: demo backends last (never a default); the registry's order within each
-BACKENDS = sorted(registry.BACKENDS, key=lambda name: (backend_class(name).demo,
-                                                       backend_class(name).loads_model))
 
 #: seconds between two refreshes of the progress while a job or run is going
 REFRESH_S = 2.0
@@ -56,51 +45,6 @@ def with_speed(runs: pd.DataFrame, total: str = "questions") -> pd.DataFrame:
     out.insert(out.columns.get_loc("answers/s") + 1, "eta",
                left.map(lambda s: "" if pd.isna(s) else f"{int(s) // 60}:{int(s) % 60:02d}"))
     return out
-
-
-def _or_all(value: str) -> str:
-    """A choice as the form shows it: the empty one (no filter) reads "all"."""
-    return value or "all"
-
-
-def backend_fields(columns: list[Any]) -> dict[str, dict[str, object]]:
-    """A field for each option a backend declares with a form label (once when several
-    backends declare it), taking the columns in turn: backend -> {option: value}."""
-    shown: dict[str, tuple[BackendOption, list[str]]] = {}
-    for name in BACKENDS:
-        for option in backend_class(name).options:
-            if option.label:
-                shown.setdefault(option.name, (option, []))[1].append(name)
-    values: dict[str, dict[str, object]] = {name: {} for name in BACKENDS}
-    for (option, names), column in zip(shown.values(), itertools.cycle(columns), strict=False):
-        value = backend_field(column, option, md("{} ({})", option.label, ", ".join(names)))
-        for name in names:
-            values[name][option.name] = value
-    return values
-
-
-def backend_field(column: Any, option: BackendOption, label: str) -> object:
-    """The widget of one declared option: a checkbox, a choice, a number or a text."""
-    key = f"runs.{option.name}"
-    if option.type is bool:
-        return column.checkbox(label, value=bool(option.default), key=key)
-    if option.choices:
-        return column.selectbox(label, [option.default, *option.choices], key=key,
-                                format_func=lambda c: "default" if c is None else str(c))
-    if option.type in (int, float):
-        return column.number_input(label, value=option.default, key=key,
-                                   step=1 if option.type is int else None)
-    return column.text_input(label, placeholder=option.placeholder or "", key=key)
-
-
-def refusal(kind: str, options: dict[str, object]) -> str:
-    """Why the job could not start, with the fix ("" when it can)."""
-    try:
-        with reading(engine) as session:
-            preflight.check_job(session, kind, options)
-    except UserError as exc:
-        return str(exc)
-    return ""
 
 
 def command_line(argv: list[str]) -> str:
@@ -199,52 +143,4 @@ def status() -> None:
 status()
 
 st.subheader("Start a background job")
-kind = st.radio("Job", ["generate", "judge"], horizontal=True, key="runs.kind")
-with st.form("runs.start"):
-    left, mid, right = st.columns(3)
-    backend = left.selectbox("Backend", BACKENDS, key="runs.backend")
-    fields = backend_fields([mid, right, left])  # as each backend declares them
-    options: dict[str, object] = {"backend": backend, **fields[backend]}
-    any_ = [""] if kind == "judge" else []  # a judge pass may take every split/setting/mode
-    split = left.selectbox("Split", [*any_, "test2", "dev"], format_func=_or_all)
-    setting = mid.selectbox("Setting", [*any_, "qa", "conv"], format_func=_or_all)
-    mode = right.selectbox("Mode", [*any_, "st", "mt"], format_func=_or_all)
-    options.update(split=split, setting=setting, mode=mode)
-    if kind == "generate":
-        options["model"] = left.text_input("Model", key="runs.model",
-                                           placeholder="the name the server knows it by")
-        options["seed"] = mid.number_input("Seed", value=2023, step=1)
-        options["language"] = right.selectbox("Language", LANGUAGES)
-        if left.checkbox("Nucleus sampling (T 0.6, top-p 0.9)"):
-            options["temperature"] = 0.6
-        options["qa_markers"] = mid.checkbox("QA markers")
-        options["length_instruction"] = right.checkbox("Length instruction")
-        options["meetings"] = st.text_input("Meetings (comma-separated, empty: all)",
-                                            key="runs.meetings")
-        options["interleave"] = left.selectbox(
-            "Interleave (mode mt)", [None, *INTERLEAVE_KS], key="runs.interleave",
-            format_func=lambda k: "no" if k is None else f"{k} meetings a conversation",
-            help="The LTM benchmark's method: K meetings' questions in one conversation")
-        options["span"] = mid.number_input("Memory span (tokens; interleave)", min_value=0,
-                                           step=1000, key="runs.span") or None
-    else:
-        options["judge_model"] = left.text_input("Judge model", key="runs.judge_model",
-                                                 placeholder="the name the server knows it by")
-        options["style"] = mid.selectbox("Style", [*JUDGE_STYLES, *PAIRWISE_STYLES],
-                                         help="cream / battle: pairwise, both orders")
-        options["evaluator"] = right.text_input("Evaluator slug", key="runs.evaluator",
-                                                placeholder="the judge's name in every table")
-        options["model"] = st.text_input("Judged model (empty: all)", key="runs.judged")
-        options["samples"] = left.number_input("Samples", min_value=1, max_value=20, value=1)
-        options["baseline"] = mid.text_input(
-            "Baseline model (cream / battle; empty: all pairs)", key="runs.baseline")
-    if st.form_submit_button("Start", type="primary"):
-        with guarded():
-            argv = jobs.build_command(kind, options)
-            if reason := refusal(kind, options):
-                st.error(md("Not started: ") + message(reason))
-            else:
-                jobs.start_job(argv)
-                st.rerun()  # the status above shows the job and refreshes while it runs
-
-
+job_form()

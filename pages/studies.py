@@ -13,48 +13,34 @@ from elitr_core.annotation.admin import (
     reopen_study,
     study_status,
 )
-from elitr_core.annotation.admission import DEFAULT_JOIN_LIMIT, DEFAULT_LEASE_MINUTES
 from elitr_core.annotation.auth import annotator_link
 from elitr_core.annotation.guidelines import examples_of, set_study_examples
 from elitr_core.annotation.quality import (
     aggregate,
-    exclude_annotator,
-    exclusion_report,
     get_study,
     quality_report,
     study_agreement,
 )
 from elitr_core.annotation.selection import plan_budget
-from elitr_core.annotation.study_setup import (
-    MAX_ATTENTION_RATE,
-    StudySpec,
-    create_study,
-    prolific_url,
-)
-from elitr_core.data.browse import ScoreFilter, list_studies, meetings, runs_per_model
+from elitr_core.data.browse import list_studies, meetings, runs_per_model
 from elitr_core.data.database import reading, writing
 from elitr_core.errors import UserError
-from elitr_core.vocab import ATTENTION_RATE_DEFAULT, ATTENTION_RATE_LABEL
-from ui.auth_ui import RESEARCHER, public_base_url, require_role
+from ui.auth_ui import RESEARCHER, link_address_warning, public_base_url, require_role
 from ui.data import (
     database_url,
-    export_table,
     forget_scores,
     get_engine_or_stop,
     score_cache,
 )
-from ui.downloads import download_table
-from ui.messages import guarded, shown
+from ui.messages import guarded
+from ui.study_form import create_form
 from ui.study_monitor import monitor_tab, stop_notice
+from ui.study_quality import MESSAGE_KEY, quality_section
 from ui.tables import show_table, show_table_and_notes
 from ui.text import code_span, md, plain
 
 SELECTED_KEY = "studies.selected"
-MESSAGE_KEY = "studies.message"
-POOL_KEY = "studies.create.pool"
 CONFIRM_KEY = "studies.confirm-close"  # the study whose closing waits for a confirmation
-PER_ITEM_DEFAULT = {"silver": 10, "gold": 2}
-LEASE_DEFAULT = {"silver": DEFAULT_LEASE_MINUTES, "gold": 0}  # gold: experts keep their task
 
 require_role(RESEARCHER)
 engine = get_engine_or_stop()
@@ -63,7 +49,6 @@ st.title("Studies")
 
 #: the columns a 1366 px screen shows first (the rest under each table's Columns picker)
 PROGRESS_KEYS = ("annotator", "unit", "status", "answered", "items", "minutes_spent")
-QUALITY_KEYS = ("annotator", "flags", "answered", "median_seconds", "gold_r")
 
 def attention_note(summary: dict, progress: pd.DataFrame) -> str:  # type: ignore[type-arg]
     """Why an annotator's queue is longer than the study's item count."""
@@ -148,16 +133,6 @@ def _aggregate(study: str) -> None:
         st.session_state[MESSAGE_KEY] = f"{stored:d} aggregate score(s) stored."
 
 
-def _exclude(study: str, target: str, reason: str) -> None:
-    """Runs before the page redraws, so the tables below already show the exclusion."""
-    with writing(engine) as session, guarded() as call:
-        marked = exclude_annotator(session, study, target, reason)
-        report = exclusion_report(session, study, target, marked)
-    if not call.failed:
-        forget_scores()  # the aggregate without them
-        st.session_state[MESSAGE_KEY] = report
-
-
 def _state(study: str) -> str | None:
     with reading(engine) as session, guarded():
         return str(get_study(session, study).status)
@@ -203,75 +178,8 @@ with reading(engine) as session:
 status_tab, create_tab, people_tab, watch_tab = st.tabs(
     ["Status", "Create a study", "Annotators", "Monitor"])
 
-with create_tab:  # outside the form, so that the pool's defaults apply as soon as it is picked
-    pool = st.radio("Pool", ["silver", "gold"], horizontal=True, key=POOL_KEY,
-                    help="silver: crowd workers through Prolific; gold: experts with personal "
-                         "links (Annotators tab)")
-with create_tab, st.form("studies.create"):
-    name = st.text_input("Name")
-    c1, c2, c3, c4 = st.columns(4)
-    per_item = c1.number_input("Annotators per item", 1, 50, PER_ITEM_DEFAULT[pool])
-    c2.caption("Silver: 10 per item (the paper); gold: 2-3 experts per item.")
-    assignment = c3.radio("Assignment", ["meeting", "random"], horizontal=True,
-                          help="one meeting per annotator (the paper's task) or random batches")
-    batch = c4.number_input("Batch size (random)", 1, 1000, 45)
-    c1, c2, c3 = st.columns(3)
-    split = c1.selectbox("Split", [None, "dev", "test2"], index=2)
-    setting = c2.selectbox("Setting", [None, "qa", "conv"], index=1)
-    mode = c3.selectbox("Mode", [None, "st", "mt"], index=1)
-    chosen_models = st.multiselect("Models (none = all)", models)
-    chosen_meetings = st.multiselect("Meetings (none = all of the split)", meeting_ids)
-    c1, c2, c3, c4 = st.columns(4)
-    seed = c1.number_input("Order seed", 0, 2**31 - 1, 0)
-    rate = c2.number_input(plain(ATTENTION_RATE_LABEL), 0.0, MAX_ATTENTION_RATE,
-                           ATTENTION_RATE_DEFAULT, step=0.05,
-                           help="0.1 is one check per ten items (the same default as "
-                                "study create --attention-rate)")
-    cap, code, joins = 0, "", 0  # Prolific settings: a gold study's experts have their links
-    if pool == "silver":
-        cap = c3.number_input("Max concurrent participants (0 = no cap)", 0, 10_000, 0)
-        code = c4.text_input("Prolific completion code")
-    c1, c2, _ = st.columns(3)
-    lease = c1.number_input("Lease: minutes without an answer before a task goes to the "
-                            "next participant (0 = never)", 0, 100_000,
-                            LEASE_DEFAULT[pool],
-                            help="their answers so far are kept, marked lapsed")
-    if pool == "silver":
-        joins = c2.number_input("New participants per network address per hour (0 = no "
-                                "limit)", 0, 100_000, DEFAULT_JOIN_LIMIT,
-                                help="a Prolific id is cheap to invent, an address is not")
-    c1, c2, c3 = st.columns(3)
-    sample = c1.number_input("Sample: about N responses (0 = all)", 0, 100_000, 0,
-                             help="each response drawn with a stored probability, so that "
-                                  "export ppi-active can weight by its inverse")
-    selection = c2.radio("Selection", ["uniform", "active"], horizontal=True,
-                         help="active favours responses the judge is unsure about")
-    judge = c3.text_input("Judge (active selection; bias/ppi stopping rules)", "gpt-4")
-    stop = st.text_input("Stop when (optional; needs random assignment)",
-                         placeholder="half-width <= 0.5; ppi half-width <= 0.5",
-                         help="admit nobody new once every model's 95% confidence sequence is "
-                              "this narrow (human mean, judge's bias or ppi; several separated "
-                              "by ;), as study create --stop-when")
-    if st.form_submit_button("Create study", type="primary"):
-        spec = StudySpec(name=name, pool=pool, per_item=int(per_item), split=split,
-                         setting=setting, mode=mode, models=tuple(chosen_models) or None,
-                         meetings=tuple(chosen_meetings) or None, assignment=assignment,
-                         batch=int(batch) if assignment == "random" else None, seed=int(seed),
-                         prolific_code=code or None, attention_rate=float(rate),
-                         max_concurrent=int(cap) or None, sample=int(sample) or None,
-                         selection=selection, judge=judge, lease_minutes=int(lease),
-                         join_limit=int(joins),
-                         stop_when=tuple(t.strip() for t in stop.split(";") if t.strip()))
-        with writing(engine) as session, guarded() as call:
-            summary = create_study(session, spec)
-        if not call.failed:
-            names.insert(0, str(summary["study"]))  # the tabs below offer it in this run
-            st.success(md("Study {} created: {} items in {} unit(s).", name, summary["items"],
-                          summary["units"]))
-            if pool == "silver":
-                st.caption("The study URL to paste into Prolific:")
-                st.code(prolific_url(name, host=public_base_url()), language=None,
-                        wrap_lines=True)
+with create_tab:
+    create_form(models, meeting_ids)
 
 with create_tab, st.expander("Human-budget planner: how many human scores per model?"):
     st.caption("From the judge and human scores stored so far: the human scores each model "
@@ -312,28 +220,11 @@ with people_tab, st.form("studies.annotator"):
         if not call.failed:
             st.success(md("Personal link of {} to study {} ({} pool), shown once: send it "
                           "privately.", who, their_study, their_pool))
+            link_address_warning()
             st.code(annotator_link(token, public_base_url(), their_study), language=None,
                     wrap_lines=True)
     if not names:
         st.caption("Create a study first: a personal link opens one study.")
-
-def reliability_section(slug: str, study: str) -> None:
-    """Each annotator's offset and precision under the silver aggregate's fit of the study's
-    scores (the same bytes as ``export annotator-reliability --evaluator SLUG``)."""
-    st.caption("Reliability (each annotator's offset and noise, estimated with every "
-               "response's aggregate): bias is how much higher than the aggregate the "
-               "annotator scores, noise_sd how far their scores scatter about it, weight their "
-               "share in the aggregate (1 = average), mean_abs_error their mean distance from "
-               "it in points. Same bytes as "
-               + code_span(f"python -m elitr_core export annotator-reliability --evaluator "
-                           f"{slug}") + "; " + code_span("export silver-aggregate")
-               + " gives the reliability-weighted aggregate beside the mean.")
-    with shown():
-        reliability = export_table("annotator-reliability", ScoreFilter(evaluators=(slug,)))
-        show_table(reliability, key="studies.reliability-table")
-        download_table(reliability, f"annotator-reliability-{study}",
-                       table="annotator-reliability")
-
 
 with status_tab:
     if not names:
@@ -367,24 +258,7 @@ with status_tab:
     show_table(status.short, key="studies.short-table")
     st.subheader("Quality control")
     if report is not None:
-        # the flags (why to exclude someone) next to the name, so a 1366 px screen shows them
-        quality = report.drop(columns=["annotator_id"])
-        show_table(quality[["annotator", "flags"]
-                           + [c for c in quality.columns if c not in {"annotator", "flags"}]],
-                   key="studies.quality-table", keys=QUALITY_KEYS,
-                   column_config={"flags": st.column_config.TextColumn(width="large")})
-        flagged = report.loc[report["flags"] != "", "annotator"].tolist()
-        target = st.selectbox("Annotator to exclude (flagged first)", key="studies.exclude",
-                              options=
-                              flagged + [a for a in report["annotator"] if a not in flagged])
-        reason = st.text_input("Reason", "inconsistent with gold")
-        st.button("Exclude (scores kept, task re-opened)", disabled=target is None,
-                  on_click=_exclude, args=(study, target, reason))
-        if int((report["answered"] > 0).sum()) >= 2:
-            reliability_section(str(status.summary["evaluator"]), study)
-        else:
-            st.caption("Annotator reliability shows once two annotators have "
-                       "answered.")
+        quality_section(study, report, str(status.summary["evaluator"]))
     st.subheader("Agreement of the study's annotators")
     if agreement:
         if agreement["alpha"] is not None:

@@ -10,16 +10,17 @@ from __future__ import annotations
 import streamlit as st
 
 from elitr_core import settings
-from elitr_core.annotation.auth import password_configured
+from elitr_core.annotation.auth import StudyEnded, password_configured
 from elitr_core.errors import UserError
 from ui.data import get_engine_or_stop
+from ui.messages import ended
+from ui.state import ENTRY_KEY as ENTRY_KEY  # re-exported: the pages import it from here
 from ui.state import ROLE_KEY
 from ui.text import plain
 
 RESEARCHER = "researcher"
 ANNOTATOR = "annotator"
 
-ENTRY_KEY = "auth.entry"  # elitr_core.annotation.studies.Entry of the annotator of this session
 PARAMS_KEY = "auth.params"  # the link parameters that entry was checked against
 VIA_COOKIE_KEY = "auth.via_cookie"  # the researcher role came from the session cookie
 ADMIN_EMAILS_ENV = settings.ADMIN_EMAILS
@@ -153,6 +154,16 @@ def public_base_url() -> str:
     return f"http://localhost:{st.get_option('server.port')}"
 
 
+def link_address_warning() -> None:
+    """A warning above a link to share when ``ELITR_PUBLIC_URL`` is not set (the link then
+    starts with the researcher's own address, ``http://localhost:PORT`` on a laptop)."""
+    from elitr_core.annotation.hosts import link_address_warning as problem
+
+    text = problem(settings.text(PUBLIC_URL_ENV), public_base_url())
+    if text:
+        st.warning(plain(text), icon=":material/warning:")
+
+
 def refuse(message: str) -> None:
     """Show a refusal and stop the script (nothing below it runs or reaches the browser)."""
     st.error(plain(message))
@@ -173,6 +184,10 @@ def _enter_from_link(params: tuple[str | None, ...]) -> None:
         else:
             entry = join_prolific(engine, study, pid or "", prolific_study or "",
                                   session_id or "", client=client_address())
+    except StudyEnded as exc:  # closed, full, excluded, lapsed: an end state, not an error
+        ended(exc)
+        st.stop()
+        return
     except UserError as exc:
         refuse(str(exc))
         return

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 # Session-state keys (named constants, initialised once).
 FILTERS_KEY = "filters"
 ROLE_KEY = "auth.role"
+ENTRY_KEY = "auth.entry"  # elitr_core.annotation.studies.Entry of the annotator of this session
 KEPT_SUFFIX = ".kept"
 
 

@@ -29,7 +29,7 @@ from db import admission as aq
 from db import queue as q
 from db import studies as sq
 from db.models import Participation, Study, utcnow
-from elitr_core.annotation.auth import AccessDenied
+from elitr_core.annotation.auth import AccessDenied, StudyEnded
 
 #: a participant unseen for this long no longer counts towards the concurrency cap
 ACTIVE_WINDOW = timedelta(hours=1)
@@ -128,20 +128,20 @@ def claim_unit(session: Session, study: Study, annotator_id: int, *,
     from elitr_core.annotation.stopping import check_stop
 
     if check_stop(session, study) is not None:
-        raise AccessDenied(f"Study {study.name} has collected the scores it needs: thank you, "
+        raise StudyEnded(f"Study {study.name} has collected the scores it needs: thank you, "
                            "there is nothing left for you to score.")
     if study.max_concurrent is not None:
         active = q.count_active(session=session, study_id=study.id,
                                 since=utcnow() - ACTIVE_WINDOW)
         if active >= study.max_concurrent:
-            raise AccessDenied("This study is full right now: please return your submission "
+            raise StudyEnded("This study is full right now: please return your submission "
                                "on Prolific or try again later.")
     mine = {p.unit for p in q.participations(session=session, study_id=study.id,
                                              annotator_id=annotator_id)}
     seat = aq.free_seat(session=session, study_id=study.id, skip_units=mine,
                         idle_before=idle_before(study))
     if seat is None:
-        raise AccessDenied(f"Every task of study {study.name} has enough annotators: thank you, "
+        raise StudyEnded(f"Every task of study {study.name} has enough annotators: thank you, "
                            "there is nothing left for you to score.")
     unit = str(seat.unit)
     seed = order_seed(study.order_seed, annotator_id, unit)

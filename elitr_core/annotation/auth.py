@@ -34,6 +34,18 @@ class AccessDenied(UserError):
     """A link, token or login that does not grant access; the message is shown as is."""
 
 
+class StudyEnded(AccessDenied):
+    """The participant's part is over (the study is closed or full, their task was excluded
+    or lapsed, the study has collected what it needs): not a mistake of theirs, so pages show
+    it as a neutral message, with the way back to Prolific for a Prolific participant.
+    ``completion_code``: the study's Prolific code when this participant finished their task.
+    """
+
+    def __init__(self, message: str, *, completion_code: str | None = None) -> None:
+        super().__init__(message)
+        self.completion_code = completion_code
+
+
 def new_token() -> tuple[str, str]:
     """A fresh annotator token and the hash to store: ``(token, token_hash)``."""
     token = secrets.token_urlsafe(TOKEN_BYTES)

@@ -110,3 +110,23 @@ def host_policy(local: bool, hosts: str | None = None) -> HostPolicy:
     if public:
         names.add(_normal(public))
     return HostPolicy(local=local, hosts=frozenset(names))
+
+
+def link_address_warning(configured: str, used: str) -> str:
+    """What is wrong with the address participants' links start with, ``""`` when nothing.
+
+    ``configured``: ``ELITR_PUBLIC_URL`` (empty when not set); ``used``: the address the links
+    fall back to (the researcher's browser's, else this server on localhost). A link on a
+    loopback name reaches only this computer, so pasted into Prolific it fails for everyone.
+    """
+    if configured.strip():
+        return ""
+    host = urlsplit(used).hostname or ""
+    if loopback_name(host):
+        return (f"{settings.PUBLIC_URL} is not set, so this link starts with {used}, which "
+                "only this computer can open: participants cannot reach it. Set "
+                f"{settings.PUBLIC_URL} to the address participants reach "
+                "(docs/deployment.md) and restart before you share a link.")
+    return (f"{settings.PUBLIC_URL} is not set: this link starts with the address your "
+            f"browser used ({used}). Check that participants can reach it, or set "
+            f"{settings.PUBLIC_URL} (docs/deployment.md).")

@@ -28,15 +28,25 @@ from db.evaluators import (
     annotator_pool,
     evaluator_slug,
 )
-from db.models import Annotator, Participation, Study
+from db.models import Annotator
 from db.transaction import queued_writing, reading, writing
 from elitr_core.annotation.admission import check_join_limit, claim_unit
 from elitr_core.annotation.admission import order_seed as order_seed  # re-exported
 from elitr_core.annotation.auth import (
     AccessDenied,
+    StudyEnded,
     check_prolific_params,
     check_token_format,
     hash_token,
+)
+from elitr_core.annotation.endings import (
+    EXCLUDED,
+    LAPSED,
+    check_participation,
+    check_pool,
+    finished_code,
+    open_study,
+    pool_of,
 )
 from elitr_core.annotation.study_setup import POOLS
 from elitr_core.annotation.study_setup import StudySpec as StudySpec  # re-exported
@@ -95,39 +105,9 @@ class ItemView:
     unclear: bool
 
 
-def _open_study(session: Session, name: str) -> Study:
-    # no lock on the study row: admission takes a seat row (db.admission.free_seat)
-    study = sq.study_by_name(session=session, name=lookup_name(name))
-    if study is None:
-        raise AccessDenied("This link names a study that does not exist: check the link.")
-    if study.status != "open":
-        raise AccessDenied(f"Study {study.name} is closed: no more answers are accepted. "
-                           "Thank you for your help.")
-    return study
-
-
-def _pool_of(study: Study) -> str:
-    return POOLS[str(study.filters.get("pool", "silver"))]
-
-
-def check_pool(study: Study, pool_slug: str, *, prolific: bool) -> None:
-    """The one pool check every way into a study passes (a token link, a Prolific join, a
-    resume, a second tab: each enters through :func:`enter_with_token` or
-    :func:`join_prolific`, which call this before anything is claimed or created).
-
-    Only a silver study takes Prolific joins: a gold study's experts come through personal
-    links, so anyone knowing its name cannot join it as a gold annotator.
-    """
-    if prolific and _pool_of(study) != POOLS["silver"]:
-        raise AccessDenied(f"Study {study.name} is not open to Prolific participants: it "
-                           "takes personal links only. Please return the study on Prolific.")
-    if _pool_of(study) != pool_slug:
-        raise AccessDenied(f"This link does not give access to study {study.name}.")
-
-
 def _study_for_token(session: Session, annotator_id: int, pool_slug: str) -> str:
     """The study a token without ``study=`` opens: one in progress, else one with room."""
-    studies = [s for s in sq.list_studies(session=session) if _pool_of(s) == pool_slug]
+    studies = [s for s in sq.list_studies(session=session) if pool_of(s) == pool_slug]
     mine = [s for s in studies if s.id is not None and q.participations(
         session=session, study_id=s.id, annotator_id=annotator_id)]
     for study in mine:
@@ -159,21 +139,6 @@ def _own_study(session: Session, annotator: Annotator, asked: str | None) -> str
     return own.name
 
 
-def _check_participation(parts: list[Participation], study: Study) -> None:
-    """Refuse a participant whose every task was excluded or lapsed. Entering renews no
-    lease: only an answer does (``db.queue``), else a tab re-opening the link every few
-    minutes would hold a seat for ever without scoring."""
-    if parts and all(p.status in ("excluded", "lapsed") for p in parts):
-        if any(p.status == "lapsed" for p in parts):
-            raise AccessDenied(LAPSED.format(study.name))
-        raise AccessDenied(f"This link is no longer valid for study {study.name}.")
-
-
-LAPSED = ("Your time for this task in study {} ran out and the task went to another "
-          "participant; your answers so far are kept. Please return the study on Prolific "
-          "(or ask the researcher for a new task).")
-
-
 @said(ENTER_FULL, ENTER_GONE)
 def enter_with_token(engine: Engine, token: str, study_name: str | None = None) -> Entry:
     """Check an annotator's token and open their study (claiming a unit on first entry).
@@ -193,11 +158,11 @@ def enter_with_token(engine: Engine, token: str, study_name: str | None = None) 
         pool_slug = evaluator_slug(session=session, evaluator_id=annotator.evaluator_id)
         name = _own_study(session, annotator, study_name) or study_name or \
             _study_for_token(session, annotator.id, pool_slug)
-        study = _open_study(session, name)
+        study = open_study(session, name)
         assert study.id is not None
         check_pool(study, pool_slug, prolific=False)
         parts = q.participations(session=session, study_id=study.id, annotator_id=annotator.id)
-        _check_participation(parts, study)
+        check_participation(parts, study)
         if not parts:
             claim_unit(session, study, annotator.id)
         return Entry(annotator.id, study.id, study.name)
@@ -215,7 +180,10 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
     """
     pid, prolific_study, session_id = check_prolific_params(pid, prolific_study, session_id)
     with writing(engine) as session:
-        study = _open_study(session, study_name)
+        try:
+            study = open_study(session, study_name)
+        except StudyEnded as ended:
+            raise finished_code(session, study_name, pid, ended) from None
         assert study.id is not None
         check_pool(study, POOLS["silver"], prolific=True)
         if study.prolific_study_id and study.prolific_study_id != prolific_study:
@@ -228,7 +196,7 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
                                              external_id=pid)
         parts = [] if annotator is None or annotator.id is None else q.participations(
             session=session, study_id=study.id, annotator_id=annotator.id)
-        _check_participation(parts, study)
+        check_participation(parts, study)
         if parts:
             if parts[-1].prolific_session_id != session_id:
                 raise AccessDenied("This Prolific session does not match the one this "
@@ -352,13 +320,13 @@ def _record(engine: Engine, entry: Entry, position: int, value: int, comment: st
         study = _StudyFacts(row.study_id, row.study_name, row.study_status, row.per_item,
                             row.prolific_code)
         if study.status != "open":
-            raise AccessDenied(f"Study {study.name} is closed: your answers so far are saved "
-                               "and can no longer be changed.")
+            raise StudyEnded(f"Study {study.name} is closed: your answers so far are saved "
+                             "and can no longer be changed. Thank you for your help.")
         _own(row)
         if row.participation_status == "excluded":
-            raise AccessDenied(f"This link is no longer valid for study {study.name}.")
+            raise StudyEnded(EXCLUDED.format(study.name))
         if row.participation_status == "lapsed":
-            raise AccessDenied(LAPSED.format(study.name))
+            raise StudyEnded(LAPSED.format(study.name))
         if row.kind == "item":
             # the answer updates its response's aggregate (db.queue._mean_statement):
             # the study's answers queue on its aggregate lock, taken before any row lock (as
@@ -390,6 +358,6 @@ def take_another_unit(engine: Engine, entry: Entry) -> QueueView:
     if entry.prolific:
         raise AccessDenied("A Prolific participant takes one task per study.")
     with writing(engine) as session:
-        study = _open_study(session, entry.study_name)
+        study = open_study(session, entry.study_name)
         claim_unit(session, study, entry.annotator_id)  # its writes ran: the view sees them
         return _queue_view(session, _StudyFacts.of(study), entry)

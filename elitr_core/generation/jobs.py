@@ -170,3 +170,34 @@ def log_tail(path: Path, lines: int = 20) -> str:
     text = read_tail(path, LOG_TAIL_BYTES).decode("utf-8", errors="replace")
     rows = [row for row in text.replace("\r", "\n").splitlines() if row.strip()]
     return "\n".join(rows[-lines:])
+
+
+#: the Runs form's last values, kept beside the logs: a reload starts from them
+LAST_FORM_FILE = "last-form.json"
+_FORM_SCALARS = (str, int, float, bool, type(None))
+
+
+def save_form(values: Mapping[str, Any]) -> None:
+    """Keep the Runs form's field values (field key -> a string, number, bool or None; others
+    are left out) so that a reload or a new tab starts from them. Written whole, never half;
+    a folder that cannot be written keeps nothing (the form works without it)."""
+    kept = {key: value for key, value in values.items() if isinstance(value, _FORM_SCALARS)}
+    path = log_dir() / LAST_FORM_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(kept), encoding="utf-8")
+        partial.replace(path)
+    except OSError:
+        return
+
+
+def last_form() -> dict[str, Any]:
+    """The Runs form's values as last kept by :func:`save_form` (``{}`` when none)."""
+    try:
+        record = json.loads((log_dir() / LAST_FORM_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    return {str(k): v for k, v in record.items() if isinstance(v, _FORM_SCALARS)}

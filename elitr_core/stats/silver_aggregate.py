@@ -35,6 +35,10 @@ METHODS: tuple[str, ...] = ("gaussian", "dawid-skene")
 #: an annotator want many times as many scores (the benchmark's dense design gives 120)
 DENSE_FROM = 100
 ONE_SCORE_NOTE = "one score: nothing to weigh, the aggregate is that score (the mean)"
+#: Fewest scores an annotator from which their reliability row is read without a caveat: at
+#: 30 scores noise_sd's 95% interval still spans 0.80-1.34 times the estimate, at 9 it spans
+#: 0.68-1.92, so a random scorer can come out on top of a 9-item table
+RELIABLE_FROM = 30
 
 
 def _individual(df: pd.DataFrame, evaluator: str) -> pd.DataFrame:
@@ -164,3 +168,55 @@ def agreement_with_gold(df: pd.DataFrame, evaluator: str, reference: str = "gold
         rows.append((evaluator, reference, name, len(both), float(error.abs().mean()),
                      float(error.mean()), float(r)))
     return pd.DataFrame(rows, columns=list(EXPORT_COLUMNS["silver-aggregate-agreement"]))
+
+
+def noise_sd_interval_factors(n: int, level: float = 0.95) -> tuple[float, float]:
+    """The factors by which a standard deviation estimated from ``n`` scores is multiplied to
+    give its ``level`` confidence interval, were the scores' errors independent and normal.
+
+    Returns
+    -------
+    (float, float)
+        ``sqrt((n-1) / chi2_{(1+level)/2, n-1})`` and ``sqrt((n-1) / chi2_{(1-level)/2, n-1})``;
+        ``(nan, nan)`` for ``n < 2``.
+
+    References
+    ----------
+    The chi-square interval for a variance: D. C. Montgomery and G. C. Runger, *Applied
+    Statistics and Probability for Engineers*, 6th ed., Wiley 2014, section 8.3.
+
+    Examples
+    --------
+    >>> [round(f, 3) for f in noise_sd_interval_factors(9)]
+    [0.675, 1.916]
+    """
+    from scipy.stats import chi2
+
+    if n < 2:
+        return float("nan"), float("nan")
+    dof = n - 1
+    return (float(np.sqrt(dof / chi2.ppf((1 + level) / 2, dof))),
+            float(np.sqrt(dof / chi2.ppf((1 - level) / 2, dof))))
+
+
+def small_n_caveat(reliability: pd.DataFrame, *, min_n: int = RELIABLE_FROM) -> str:
+    """A sentence naming the annotators of a reliability table (:data:`RELIABILITY_COLUMNS`)
+    with fewer than ``min_n`` scores and how rough their figures are; ``""`` when none.
+
+    With few scores the table's order (by ``mean_abs_error``) is mostly chance: a random scorer
+    on 9 items can rank first. The sentence gives the width of ``noise_sd``'s 95% interval at
+    the smallest ``n`` (:func:`noise_sd_interval_factors`).
+    """
+    check_columns(reliability, ["annotator", "n"])
+    few = reliability[reliability["n"] < min_n]
+    if few.empty:
+        return ""
+    smallest = int(few["n"].min())
+    low, high = noise_sd_interval_factors(smallest)
+    names = ", ".join(f"{a} ({int(n)})" for a, n in zip(few["annotator"], few["n"], strict=True))
+    spread = (f"at {smallest} scores noise_sd's 95% interval runs from {low:.2f} to {high:.2f} "
+              "times the value shown" if np.isfinite(low) else
+              f"at {smallest} score noise_sd cannot be estimated")
+    return (f"Few scores (under {min_n}): {names}. Their bias, noise_sd and weight are rough "
+            f"({spread}), so the order of the table is mostly chance for them: do not rank "
+            "or exclude annotators on these figures alone.")

@@ -60,8 +60,8 @@ def _score(app: AppTest, value: int) -> AppTest:
 
 
 def _page_text(app: AppTest) -> str:
-    parts = [str(getattr(e, "value", "")) for e in (*app.markdown, *app.caption, *app.title,
-                                                     *app.success, *app.error, *app.text)]
+    parts = [str(getattr(e, "value", "")) for e in (
+        *app.markdown, *app.caption, *app.title, *app.success, *app.error, *app.info, *app.text)]
     return "\n".join(parts)
 
 
@@ -103,10 +103,29 @@ def test_prolific_entry_and_cap(study: tuple[str, str]) -> None:
     app = _app(study="s", PROLIFIC_PID=PID, STUDY_ID=STUDY, SESSION_ID=SESSION)
     assert not app.error and "Item 1 of 3" in _page_text(app)
     other = _app(study="s", PROLIFIC_PID="d" * 24, STUDY_ID=STUDY, SESSION_ID="e" * 24)
-    assert "full right now" in other.error[0].value  # cap of 1 concurrent participant
+    # cap of 1 concurrent participant: a neutral end state with the way back to Prolific
+    assert not other.error and "full right now" in other.info[0].value
+    [back] = other.get("link_button")
+    assert back.proto.url == "https://app.prolific.com/" and "Item" not in _page_text(other)
     done = _score(_score(_score(app, 5), 6), 7)  # a Prolific participant gets the way back
     assert "DONE42" in _page_text(done)
     assert done.get("link_button")[0].proto.url.endswith("complete?cc=DONE42")
+
+
+def test_finished_participant_of_a_closed_study_gets_the_code_back(
+        study: tuple[str, str]) -> None:
+    url, _token = study
+    link = {"study": "s", "PROLIFIC_PID": PID, "STUDY_ID": STUDY, "SESSION_ID": SESSION}
+    _score(_score(_score(_app(**link), 5), 6), 7)
+    with writing(open_database(url)) as session:
+        close_study(session, "s")
+    back = _app(**link)  # finished, then the study closed: the code is still theirs
+    assert not back.error and "finished your task" in back.info[0].value
+    assert back.get("link_button")[0].proto.url.endswith("complete?cc=DONE42")
+    late = _app(study="s", PROLIFIC_PID="d" * 24, STUDY_ID=STUDY, SESSION_ID="e" * 24)
+    assert not late.error and "closed" in late.info[0].value  # never started: no code
+    assert "DONE42" not in _page_text(late) + str(late._tree)
+    assert late.get("link_button")[0].proto.url == "https://app.prolific.com/"
 
 
 @pytest.mark.parametrize("params, message", [
@@ -137,12 +156,17 @@ def test_closed_study_and_excluded_annotator_are_refused(study: tuple[str, str])
     _score(app, 4)
     with writing(open_database(url)) as session:
         exclude_annotator(session, "s", "ann")
-    assert "no longer valid" in _app(token=token).error[0].value
+    # end states are neutral messages, not errors; a token annotator gets no Prolific link
+    again = _app(token=token)
+    assert not again.error and "no longer valid" in again.info[0].value
+    assert not again.get("link_button")
     item_button(_pick(app, 5), "annotate-submit").click().run()  # the open tab cannot write either
-    assert "no longer valid" in app.error[0].value
+    assert not app.error and "no longer valid" in app.info[0].value
+    assert "Reference answer" not in _page_text(app) and not app.button  # no item behind it
     with writing(open_database(url)) as session:
         close_study(session, "s")
-    assert "closed" in _app(token=token).error[0].value
+    closed = _app(token=token)
+    assert not closed.error and "closed" in closed.info[0].value
 
 
 def test_annotator_cannot_open_researcher_pages(study: tuple[str, str]) -> None:

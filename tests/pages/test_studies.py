@@ -66,10 +66,19 @@ def test_links_are_full_urls_to_paste_with_a_copy_button(
     _button(app, "Add annotator").click().run()
     assert re.fullmatch(r"https://elitr\.example\.org/\?token=[\w-]{40,}&study=pilot",
                         app.code[-1].value)
+    assert not app.warning  # a public address is set: nothing to warn about
     monkeypatch.delenv("ELITR_PUBLIC_URL")  # no setting: this server's own address
     [t for t in app.text_input if t.label == "Annotator name"][0].set_value("ann2")
     _button(app, "Add annotator").click().run()
     assert re.fullmatch(r"http://localhost:\d+/\?token=[\w-]{40,}&study=pilot", app.code[-1].value)
+    # ... which only this computer opens: said above the link, with what to do
+    said = [w.value.replace("\\", "") for w in app.warning]  # Markdown escapes
+    assert any("ELITR_PUBLIC_URL is not set" in w and "cannot reach" in w for w in said)
+    [t for t in app.text_input if t.label == "Name"][0].set_value("pilot2")
+    _button(app, "Create study").click().run()
+    assert not app.error, [e.value for e in app.error]
+    assert app.code[0].value.startswith("http://localhost:")  # the Prolific URL: warned too
+    assert any("participants cannot reach it" in w.value for w in app.warning)
 
 
 def test_a_gold_study_gets_gold_defaults(url: str) -> None:
@@ -143,10 +152,33 @@ def test_status_quality_and_exclusion(url: str) -> None:
     report = app.dataframe[2].value
     assert report.set_index("annotator").loc["fast", "flags"].startswith("6 answer(s) under 5")
     assert app.selectbox(key="studies.exclude").options == ["good", "fast"]  # flagged first
+    # nobody is chosen and no reason typed for the researcher: Exclude waits for both
+    assert app.selectbox(key="studies.exclude").value is None
+    assert app.text_input(key="studies.exclude-reason").value == ""
+    assert app.button(key="studies.exclude-ask").disabled
     app.selectbox(key="studies.exclude").set_value("fast").run()
-    [b for b in app.button if b.label.startswith("Exclude")][0].click().run()
+    assert app.button(key="studies.exclude-ask").disabled  # still no reason
+    app.text_input(key="studies.exclude-reason").set_value("too fast").run()
+    app.button(key="studies.exclude-ask").click().run()
+    asked = next(w.value for w in app.warning if "Exclude fast" in w.value)
+    assert "Exclude fast from study s?" in asked and "too fast" in asked  # asks, as Close does
+    app.button(key="studies.exclude-cancel").click().run()
+    assert not any("Exclude fast" in w.value for w in app.warning)
+    assert _progress_status(engine) == {"good": "done", "fast": "done"}
+    app.button(key="studies.exclude-ask").click().run()
+    app.button(key="studies.exclude-yes").click().run()
     assert "fast excluded" in app.success[0].value
+    assert _progress_status(engine)["fast"] == "excluded"
     assert app.dataframe[1].value["annotators_needed"].tolist() == [1]
+    # the choice is cleared: the next exclusion starts from nobody again
+    assert app.selectbox(key="studies.exclude").value is None
+    assert app.text_input(key="studies.exclude-reason").value == ""
+
+
+def _progress_status(engine) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    with writing(engine) as session:
+        progress = study_status(session, "s").progress
+    return dict(zip(progress["annotator"], progress["status"], strict=True))
 
 
 def test_login_required_when_a_password_is_configured(url: str,
@@ -182,6 +214,21 @@ def test_wrong_passwords_are_limited_across_reloads(url: str,
     assert re.match(r"Too many wrong passwords: wait [1-3]?\d s", app.error[0].value)
     assert "auth.role" not in app.session_state
 
+
+
+def test_an_empty_password_press_is_no_failed_login(url: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from elitr_core.annotation.sessions import FREE_FAILURES
+
+    monkeypatch.setenv(PASSWORD_HASH_ENV, hash_password("letmein", iterations=1000))
+    for _ in range(FREE_FAILURES + 2):  # more empty presses than the free failures
+        app = AppTest.from_file(APP, default_timeout=60).run()
+        app.button[0].click().run()
+        assert not app.error and "Type the researcher password" in app.warning[0].value
+    app = AppTest.from_file(APP, default_timeout=60).run()
+    app.text_input[0].set_value("letmein")  # not locked out: it opens
+    app.button[0].click().run()
+    assert not app.error and app.session_state["auth.role"] == "researcher"
 
 
 def test_budget_planner_and_an_active_study_on_the_bundled_data(
@@ -281,7 +328,9 @@ def test_analysis_pages_show_a_study_s_new_aggregate_at_once(url: str) -> None:
     board.run()
     assert means() == {4.0}  # closing stores the same means
     studies.selectbox(key="studies.exclude").set_value("late").run()
-    [b for b in studies.button if b.label.startswith("Exclude")][0].click().run()
+    studies.text_input(key="studies.exclude-reason").set_value("half-way").run()
+    studies.button(key="studies.exclude-ask").click().run()
+    studies.button(key="studies.exclude-yes").click().run()
     assert "late excluded" in studies.success[0].value
     board.run()
     assert means() == {2.0}
@@ -314,6 +363,9 @@ def test_quality_control_shows_each_annotator_s_reliability(
     assert sorted(table["annotator"]) == ["close", "near", "random"]
     assert (table["n"] == 6).all() and (table["method"] == "gaussian").all()
     assert table["weight"].mean() == pytest.approx(1.0) and (table["weight"] > 0).all()
+    # six items each: the table says its order is mostly chance (the random scorer can top it)
+    caveat = next(w.value for w in app.warning if "Few scores" in w.value)
+    assert all(f"{name} (6)" in caveat for name in answers) and "mostly chance" in caveat
     assert download_bytes(app, "download.annotator-reliability-s.csv") == cli_export(
         url, "annotator-reliability", tmp_path / "r.csv", "--evaluator", slug)
 

@@ -124,3 +124,32 @@ def test_a_lapsed_link_holder_goes_with_the_study_their_link_was_made_for(url: s
         assert session.execute(select(Annotator.id).where(
             Annotator.name == "ann")).scalar_one_or_none() is None
     assert _status(url, "3" * 24) == "active"
+
+
+def test_end_states_are_study_ended_and_a_finisher_keeps_the_code(db_url: str) -> None:
+    """Full, closed, excluded: StudyEnded (a neutral message on the page); a Prolific
+    participant who finished their task before the study closed gets its code back, one who
+    did not gets none (both databases)."""
+    from elitr_core.annotation.admin import close_study
+    from elitr_core.annotation.auth import StudyEnded
+    from elitr_core.annotation.studies import queue_view
+
+    build(db_url, questions=1, meetings=MEETINGS[:1])
+    engine = open_database(db_url)
+    with writing(engine) as session:
+        create_study(session, StudySpec(name="ends", per_item=1, prolific_code="DONE42",
+                                        attention_rate=0.0, join_limit=0))
+    finisher = join_prolific(engine, "ends", "1" * 24, STUDY, SESSION)
+    for position in range(queue_view(engine, finisher).total):
+        submit(engine, finisher, position, 5)
+    with pytest.raises(StudyEnded, match=FULL) as full:
+        join_prolific(engine, "ends", "2" * 24, STUDY, "d" * 24)
+    assert full.value.completion_code is None
+    with writing(engine) as session:
+        close_study(session, "ends")
+    with pytest.raises(StudyEnded, match="finished your task") as back:
+        join_prolific(engine, "ends", "1" * 24, STUDY, SESSION)
+    assert back.value.completion_code == "DONE42"
+    with pytest.raises(StudyEnded, match="is closed") as late:
+        join_prolific(engine, "ends", "2" * 24, STUDY, "d" * 24)
+    assert late.value.completion_code is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from elitr_core.annotation.hosts import HostPolicy, host_policy
+from elitr_core.annotation.hosts import HostPolicy, host_policy, link_address_warning
 from elitr_core.errors import UserError
 
 LOCAL = HostPolicy(local=True)
@@ -58,3 +58,17 @@ def test_the_setting_and_the_public_url(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_malformed_entry_is_refused_by_name(bad: str) -> None:
     with pytest.raises(UserError, match=r"ELITR_ALLOWED_HOSTS: .* is not a host name"):
         host_policy(False, f"ok.example,{bad}")
+
+
+@pytest.mark.parametrize("configured, used, expected", [
+    ("https://elitr.example.org", "http://localhost:8501", ""),  # set: links use it
+    ("", "http://localhost:8501", "participants cannot reach it"),
+    ("", "http://127.0.0.1:8501", "participants cannot reach it"),
+    ("", "http://[::1]:8501", "participants cannot reach it"),
+    ("", "https://lab.example.org", "Check that participants can reach it"),
+])
+def test_a_link_address_without_a_public_url_is_warned_about(configured: str, used: str,
+                                                             expected: str) -> None:
+    said = link_address_warning(configured, used)
+    assert (said == "") if not expected else (expected in said and used in said
+                                              and "ELITR_PUBLIC_URL" in said)

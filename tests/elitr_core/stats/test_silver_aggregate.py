@@ -15,7 +15,9 @@ from elitr_core.stats.silver_aggregate import (
     ONE_SCORE_NOTE,
     RELIABILITY_COLUMNS,
     agreement_with_gold,
+    noise_sd_interval_factors,
     silver_aggregate,
+    small_n_caveat,
 )
 from tests.elitr_core.stats.synthetic import frame, row
 
@@ -131,3 +133,30 @@ def test_states_without_a_crowd() -> None:
         silver_aggregate(one, "silver-human:s")
     with pytest.raises(UserError, match="no score of a named annotator"):
         silver_aggregate(frame([row(evaluator="silver-human")]), "silver-human")
+
+
+def test_noise_sd_interval_factors_match_a_chi_square_table() -> None:
+    # chi-square quantiles from a published table (Montgomery and Runger, table IV):
+    # 8 degrees of freedom 2.180 and 17.535, 29 degrees 16.047 and 45.722
+    for n, low_q, high_q in ((9, 17.535, 2.180), (30, 45.722, 16.047)):
+        low, high = noise_sd_interval_factors(n)
+        assert low == pytest.approx(np.sqrt((n - 1) / low_q), abs=1e-3)
+        assert high == pytest.approx(np.sqrt((n - 1) / high_q), abs=1e-3)
+    assert all(np.isnan(noise_sd_interval_factors(1)))
+
+
+def test_a_nine_item_table_carries_a_caveat_and_a_large_one_none() -> None:
+    # 9 responses, 3 annotators, the third scoring at random: whoever ranks first, the
+    # table says its figures are rough, naming each annotator with their count
+    rng = np.random.default_rng(3)
+    truth = rng.integers(1, 11, 9).astype(float)
+    task, worker = np.repeat(np.arange(9), 3), np.tile(np.arange(3), 9)
+    score = np.clip(np.rint(truth[task] + rng.normal(0, 1, 27)), 1, 10)
+    score[worker == 2] = rng.integers(1, 11, 9)
+    _, reliability = silver_aggregate(as_scores(task, worker, score, truth), "silver-human:s")
+    caveat = small_n_caveat(reliability)
+    assert all(f"ann{w} (9)" in caveat for w in range(3))
+    assert "from 0.68 to 1.92 times" in caveat and "mostly chance" in caveat
+    _, large = silver_aggregate(batches(4), "silver-human:s")  # 10 scores each: caveat
+    assert "(10)" in small_n_caveat(large)
+    assert small_n_caveat(large, min_n=10) == ""

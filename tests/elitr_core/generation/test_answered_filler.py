@@ -219,3 +219,39 @@ def test_the_option_shapes_the_run_and_is_refused_alone(
                      "--split", "test2", *args, "--db", url]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+def test_a_killed_run_resumes_after_its_answers_and_replies(
+        bundled_sqlite: str, server: FakeOpenAIServer) -> None:
+    """Ctrl-C after 9 answers: the second call asks no question and no filler twice, and goes
+    on from the stored answers and replies."""
+    from db.engine import get_engine
+    from elitr_core.backends.base import DecodingConfig
+    from elitr_core.backends.openai_backend import OpenAIBackend
+    from elitr_core.generation.runs import GenerationSpec, generate_run
+    from elitr_core.generation.spec import Interleaving
+    from tests.elitr_core.run_helpers import StopAfter
+
+    url = bundled_sqlite
+    set_transcripts(url)
+    spec = GenerationSpec(model="served-model", setting="conv", mode="mt", split="test2",
+                          meetings=MEETINGS, decoding=DecodingConfig(max_new_tokens=64),
+                          interleave=Interleaving(2, 1500, answered_filler=True))
+    backend = OpenAIBackend("served-model", base_url=server.base_url, max_retries=0)
+    with pytest.raises(KeyboardInterrupt):
+        generate_run(get_engine(url), spec, backend, progress=StopAfter(9))
+    (run_id,), = rows(url, "SELECT id FROM run WHERE model = 'served-model'")
+    assert len(responses(url, run_id)) == 9
+    kept = rows(url, "SELECT turn, text FROM filleranswer WHERE run_id = :r", r=run_id)
+    assert kept
+    report = generate_run(get_engine(url), spec, backend)
+    assert (report.skipped, report.written, report.status) == (9, 19, "done")
+    asked = Counter(r.last_user for r in server.successful())
+    assert max(asked.values()) == 1  # no question and no filler asked twice
+    replies = rows(url, "SELECT turn, text FROM filleranswer WHERE run_id = :r", r=run_id)
+    assert set(kept) <= set(replies) and report.fillers is not None
+    assert report.fillers[0] == len(replies) == sum(
+        q.startswith(QUESTION_START) for q in asked)
+    resumed = server.successful()[len(kept) + 9]  # the first request of the second call
+    given = [m["content"] for m in resumed.messages if m["role"] == "assistant"]
+    assert all(text in given for _, text in kept)  # it goes on from the stored replies

@@ -25,7 +25,8 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt requirements-models.txt
 
 # Label Studio in a virtualenv of its own (its pins clash with the project's): the server the
 # Label Studio round-trip test starts (tests/label_studio.py). About 1 GB, 160 packages; the
-# install took 6 minutes on the 2-core machine at load 10 (niced), most of it downloads.
+# install took 6 and 27 minutes on the 2-core machine at load 10-14 (niced; 1 minute of CPU, the
+# rest downloading).
 LS_VENV ?= .venv-labelstudio
 $(LS_VENV)/.installed: requirements-labelstudio.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=python3)"; exit 1; }

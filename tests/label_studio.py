@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.workers import free_port
+from tests.workers import answers, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / ".venv-labelstudio" / "bin" / "label-studio"
@@ -158,15 +158,9 @@ def label_studio_server(folder: Path) -> Iterator[LabelStudio]:
 
 
 def _wait(url: str, process: subprocess.Popen[bytes], log_path: Path, started: float) -> None:
-    while time.monotonic() - started < START_TIMEOUT_S:
-        if process.poll() is not None:
-            raise AssertionError(f"label-studio exited ({process.returncode}): "
-                                 f"{log_path.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError(f"label-studio did not answer in {START_TIMEOUT_S} s: "
-                         f"{log_path.read_text()[-3000:]}")
+    if answers(f"{url}/health", START_TIMEOUT_S - (time.monotonic() - started),
+               alive=lambda: process.poll() is None, poll_s=1):
+        return
+    what = (f"exited ({process.returncode})" if process.poll() is not None
+            else f"did not answer in {START_TIMEOUT_S} s")
+    raise AssertionError(f"label-studio {what}: {log_path.read_text()[-3000:]}")

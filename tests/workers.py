@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -65,3 +68,18 @@ def claim_database(name: str) -> None:
     if not claim("database", name):
         raise RuntimeError(f"the PostgreSQL database {name} was already made by another test "
                            "of this run: name each one with a random suffix (pg_database)")
+
+
+def answers(url: str, timeout_s: float, *, alive: Callable[[], bool] = lambda: True,
+            poll_s: float = 0.3) -> bool:
+    """Whether ``url`` (a server's health check on its port) answers 200 within
+    ``timeout_s``; False at once when ``alive()`` says the server's process has ended."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and alive():
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            time.sleep(poll_s)
+    return False

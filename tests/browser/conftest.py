@@ -11,13 +11,13 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.workers import answers
 from tests.workers import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,15 +40,7 @@ def running_server(database_url: str, log_path: Path,
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.3)
-        else:
+        if not answers(f"{url}/_stcore/health", 90):
             raise RuntimeError(f"streamlit did not start: {log_path.read_text()}")
         yield url
     finally:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 import streamlit as st
@@ -60,6 +60,7 @@ def _no_uvicorn_proxy_headers() -> None:
 
 #: The log-out form's body: ``token=`` and a token of 43 characters; anything longer is refused.
 MAX_END_BODY = 1024
+T = TypeVar("T")
 _PAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
 
 
@@ -122,24 +123,27 @@ async def lifespan(_app: object) -> AsyncIterator[None]:
     yield
 
 
+def _at_start(check: Callable[[], T]) -> T:
+    """``check()`` while the server starts: a :class:`UserError` (a setting it cannot take, a
+    pool that cannot fit) stops the server with its one line, never a traceback."""
+    try:
+        return check()
+    except UserError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
 def _proxy_setting() -> ProxySetting:
     """ELITR_TRUSTED_PROXIES and ELITR_PROXY_HEADER, read once at start; a malformed entry
     stops the server with one line naming it (never trusting nothing or everything by
     mistake)."""
-    try:
-        return proxy_setting()
-    except UserError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    return _at_start(proxy_setting)
 
 
 def _host_policy() -> HostPolicy:
     """The researcher password's variables checked (an empty or malformed one stops the
     server), then ELITR_ALLOWED_HOSTS read for this login mode (a malformed name stops it)."""
-    try:
-        check_password_setting()
-        return host_policy(local=not auth_configured())
-    except UserError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    _at_start(check_password_setting)
+    return _at_start(lambda: host_policy(local=not auth_configured()))
 
 
 #: BackMsg types only Streamlit's development tools send; any client could send them
@@ -186,20 +190,14 @@ def _settings_parse() -> None:
     """Every boolean and number setting parsed now (``settings.check``): a value one cannot
     take (``ELITR_SESSION_HOURS=nan``, ``ELITR_WARM=maybe``) stops the server with one line
     naming the variable and the values accepted, before any page or login reads it."""
-    try:
-        settings.check()
-    except UserError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    _at_start(settings.check)
 
 
 def _pool_fits() -> None:
     """On PostgreSQL, this replica's share of the server's connections (``ELITR_REPLICAS``,
     ``db.engine.pool_plan``) is sized now; a share too small stops the server with the fix,
     before any participant meets a full pool."""
-    try:
-        get_engine(settings.database_url())
-    except UserError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    _at_start(lambda: get_engine(settings.database_url()))
 
 
 def _navigation_only() -> None:

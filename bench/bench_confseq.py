@@ -154,8 +154,10 @@ def stops(stop: object) -> dict[float, tuple[float, float]]:
 
 
 def cell(rng: np.random.Generator, pop: pd.DataFrame, design: str, replicates: int,
-         horizon: int, stop_horizon: int, with_stops: bool) -> dict[str, dict[str, object]]:
-    """One model and pool under one design: every sequence's coverage (and stops)."""
+         horizon: int, stop_horizon: int, stopped: int) -> dict[str, dict[str, object]]:
+    """One model and pool under one design: every sequence's coverage, and the stops of
+    the first ``stopped`` studies."""
+    with_stops = stopped > 0
     size = len(pop)
     if design == "uniform":
         pi = np.ones(size)
@@ -179,7 +181,7 @@ def cell(rng: np.random.Generator, pop: pd.DataFrame, design: str, replicates: i
                      "t every 10": peeked_t(short, float(y.mean()))}
         if with_stops and name == "human-only":
             out[name]["stops"] = stops(lambda w, v=values, lo=low, hi=high: stopping_time(
-                v[:, :stop_horizon], lo, hi, w))
+                v[:stopped, :stop_horizon], lo, hi, w))
     for j in judges:
         judge = pop[j].to_numpy(float)
         r = Ranges(judge_mean=float(judge.mean()), weight_min=w_min, weight_max=w_max)
@@ -191,9 +193,9 @@ def cell(rng: np.random.Generator, pop: pd.DataFrame, design: str, replicates: i
             "betting": float(ppi_covers(h[:, k], g[:, k], weight[:, k], r, truth).mean()),
             "asymptotic": asymptotic(x, truth), "t every 10": peeked_t(x, truth)}
         if with_stops:
-            k = slice(0, stop_horizon)
-            out[f"PPI {j}"]["stops"] = stops(lambda w, k=k, r=r, h=h, g=g: ppi_stopping_time(
-                h[:, k], g[:, k], weight[:, k], r, w))
+            out[f"PPI {j}"]["stops"] = stops(lambda w, r=r, h=h, g=g: ppi_stopping_time(
+                h[:stopped, :stop_horizon], g[:stopped, :stop_horizon],
+                weight[:stopped, :stop_horizon], r, w))
     return out
 
 
@@ -258,10 +260,14 @@ def main() -> None:
     """Parse options, replay every cell, print (and optionally write) both tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--replicates", type=int, default=400)
-    parser.add_argument("--horizon", type=int, default=1000,
+    parser.add_argument("--horizon", type=int, default=500,
                         help="scores per study for the coverage (every one a look)")
-    parser.add_argument("--stop-horizon", type=int, default=1000,
+    parser.add_argument("--stop-horizon", type=int, default=700,
                         help="scores per study at most when looking for the stop")
+    parser.add_argument("--stop-replicates", type=int, default=200,
+                        help="of the replicates, how many are followed to the stop")
+    parser.add_argument("--data", choices=("both", "real", "semi-synthetic"), default="both",
+                        help="replay the real cells, the semi-synthetic ones or both")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, help="also write the tables (Markdown) here")
     args = parser.parse_args()
@@ -272,13 +278,16 @@ def main() -> None:
     pops = populations(scores)
     synthetic = semi_synthetic(scores, pops, rng)
     results, planned = {}, {}
-    for (pool, model), pop in {**pops, **synthetic}.items():
+    chosen = {**(pops if args.data != "semi-synthetic" else {}),
+              **(synthetic if args.data != "real" else {})}
+    for (pool, model), pop in chosen.items():
         real = (pool, model) in pops
         for w in TARGETS if real else ():
             planned[pool, model, w] = plans(scores, model, pool, "gpt-4", w)
         for design in DESIGNS:
             results[pool, model, design] = cell(rng, pop, design, args.replicates,
-                                                 args.horizon, args.stop_horizon, real)
+                                                 args.horizon, args.stop_horizon,
+                                                 args.stop_replicates if real else 0)
             print(f"{pool} {model} {design}: {time.perf_counter() - start:.0f} s",
                   file=sys.stderr, flush=True)
     seconds = time.perf_counter() - start
@@ -302,7 +311,10 @@ def main() -> None:
         "are then replayed like the real ones.\n\n"
         "### Human scores at the stop (real data): median / 90th percentile\n\n"
         f"{stop_table(results, planned)}\n\n"
-        f"{earlier(results, 'gpt-4')}. {earlier(results, 'prometheus')}.\n\n"
+        + (f"{earlier(results, 'gpt-4')}. {earlier(results, 'prometheus')}. "
+           f"Each stop: the first {args.stop_replicates} studies of each cell.\n\n"
+           if args.data != "semi-synthetic" else "\n")
+        + 
         f"Stop: the first score after which the 95% sequence's half-width is <= W (>H: not "
         f"within {args.stop_horizon}). Planner: `export ppi-budget`'s fixed n on the same 130 "
         "responses (one look at that n, 95% at that look; uniform draws; – where 130 "

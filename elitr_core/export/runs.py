@@ -15,10 +15,10 @@ import json
 from typing import Any
 
 import pandas as pd
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from db.models import NO_SEED, Run
-from db.runs import ScoreFilter, label_of
+from db.runs import ScoreFilter, filter_runs
 from elitr_core.data.credentials import without_credentials
 from elitr_core.errors import UserError
 from elitr_core.vocab import EXPORT_COLUMNS
@@ -36,11 +36,10 @@ _PROMPT_OPTIONS = ("chat_template", "system_prompt", "qa_markers", "length_instr
 def runs_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFrame:
     """The ``runs`` table (columns ``EXPORT_COLUMNS["runs"]``), runs in id order, narrowed by
     the run filters of ``flt`` (split, setting, mode, models by name or label)."""
-    from db.runs import metas_by_run, run_list
+    from db.runs import metas_by_run
     from elitr_core.passes.records import usage_totals
 
-    runs = sorted((r for r in run_list(session=session, include_imported=True)
-                   if _kept(r, flt or ScoreFilter())), key=lambda r: r.id or 0)
+    runs = _runs(session, flt)
     metas = metas_by_run(session=session, run_ids=[r.id for r in runs if r.id is not None])
     rows = []
     for run in runs:
@@ -64,10 +63,8 @@ def fillers_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFr
     runs narrowed as in :func:`runs_table`. The replies are never scored or counted as
     answers: this is where a researcher sees whether the model followed its distraction."""
     from db.fillers import filler_rows
-    from db.runs import run_list
 
-    kept = [r.id for r in run_list(session=session, include_imported=True)
-            if r.id is not None and _kept(r, flt or ScoreFilter())]
+    kept = [r.id for r in _runs(session, flt) if r.id is not None]
     frame = pd.DataFrame(filler_rows(session=session, runs=kept),
                          columns=list(EXPORT_COLUMNS["fillers"]))
     for column in ("run", "conversation", "turn", "gap", "correct", "total"):
@@ -77,11 +74,11 @@ def fillers_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFr
     return frame
 
 
-def _kept(run: Run, flt: ScoreFilter) -> bool:
-    label = label_of(run.model, run.variant, run.language)
-    return all(value in (None, "", getattr(run, name)) for name, value in (
-        ("split", flt.split), ("setting", flt.setting), ("mode", flt.mode))) and (
-        not flt.models or run.model in flt.models or label in flt.models)
+def _runs(session: Session, flt: ScoreFilter | None) -> list[Run]:
+    """Every run, imported ones too, that the run filters of ``flt`` keep
+    (:func:`db.runs.filter_runs`, as every table's), in id order."""
+    stmt = filter_runs(select(Run), flt or ScoreFilter()).order_by(col(Run.id))
+    return list(session.exec(stmt))
 
 
 def _key(run: Run) -> dict[str, Any]:

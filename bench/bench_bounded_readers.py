@@ -70,19 +70,6 @@ def _inspect_log(folder: Path) -> Path:
     return run_task(f"sqlite:///{db}", folder / "logs", mode="st")
 
 
-def _inflated(log: Path, target: Path, change: object) -> Path:
-    import inspect_ai.log  # noqa: F401 (zstd for zipfile)
-
-    with zipfile.ZipFile(log) as old, zipfile.ZipFile(target, "w") as new:
-        first = next(i.filename for i in old.infolist() if i.filename.startswith("samples/"))
-        for info in old.infolist():
-            data = old.read(info)
-            if info.filename == first:
-                data = json.dumps(change(json.loads(data))).encode()  # type: ignore[operator]
-            new.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
-    return target
-
-
 def _answer(size: int) -> object:
     def change(sample: dict) -> dict:
         sample["messages"][-1]["content"] = "x" * size
@@ -102,12 +89,14 @@ def cases(folder: Path) -> dict[str, Path]:
     (folder / "most").mkdir()
     out["499,990 {}: 999,982 values (most read)"] = folder / "most" / RESPONSES
     out["499,990 {}: 999,982 values (most read)"].write_bytes(_objects(499_990))
+    from tests.elitr_core.integrations.inspect_helpers import inflated
+
     log = _inspect_log(folder / "inspect")
-    out["inspect: a 400 MB sample (refused)"] = _inflated(log, folder / "s400.eval",
-                                                          _answer(400 * 2**20))
-    out["inspect: a sample just under 16 MB (read)"] = _inflated(
+    out["inspect: a 400 MB sample (refused)"] = inflated(log, folder / "s400.eval",
+                                                         _answer(400 * 2**20))
+    out["inspect: a sample just under 16 MB (read)"] = inflated(
         log, folder / "s15.eval", _answer(15 * 2**20))
-    out["inspect: a sample of a million {} (refused)"] = _inflated(
+    out["inspect: a sample of a million {} (refused)"] = inflated(
         log, folder / "values.eval", lambda s: {**s, "notes": [{}] * 1_000_000})
     lm = folder / "lm-eval"
     lm.mkdir()

@@ -7,6 +7,7 @@ its token usage: without it mockllm counts tokens with a tiktoken file it would 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -67,3 +68,20 @@ def build_logs(template: Path, folder: Path) -> dict[str, Path]:
     logs = {mode: run_task(url, folder / mode, mode=mode) for mode in ("st", "mt")}
     dispose_engines()
     return logs
+
+
+def inflated(source: Path, target: Path, change: Any) -> Path:
+    """``source`` with its first sample's JSON changed by ``change`` (deflate-compressed, so
+    a few MB on disk expand to what the case needs; inspect reads deflate as zstd)."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401 (registers the zstd method zipfile then reads)
+
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        first = next(i.filename for i in old.infolist() if i.filename.startswith("samples/"))
+        for info in old.infolist():
+            data = old.read(info)
+            if info.filename == first:
+                data = json.dumps(change(json.loads(data))).encode()
+            new.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
+    return target

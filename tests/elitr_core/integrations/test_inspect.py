@@ -19,7 +19,7 @@ from elitr_core.cli.main import main
 from elitr_core.data.model_text import as_generated
 from tests.dbstate import snapshot
 from tests.elitr_core.backends.smollm2 import REAL_MODEL_TIMEOUT
-from tests.elitr_core.integrations.inspect_helpers import MODEL, build_logs
+from tests.elitr_core.integrations.inspect_helpers import MODEL, build_logs, inflated
 from tests.elitr_core.run_helpers import MEETINGS, rows
 
 pytest.importorskip("inspect_ai")
@@ -306,22 +306,6 @@ def test_a_second_log_with_another_setup_is_refused_and_no_credential_is_stored(
     assert snapshot(url) == before
 
 
-def _inflated(source: Path, target: Path, change: Any) -> Path:
-    """``source`` with its first sample's JSON changed by ``change`` (deflate-compressed, so
-    a few MB on disk expand to what the case needs; inspect reads deflate as zstd)."""
-    import zipfile
-
-    import inspect_ai.log  # noqa: F401 (registers the zstd method zipfile then reads)
-
-    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
-        first = next(i.filename for i in old.infolist() if i.filename.startswith("samples/"))
-        for info in old.infolist():
-            data = old.read(info)
-            if info.filename == first:
-                data = json.dumps(change(json.loads(data))).encode()
-            new.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
-    return target
-
 
 def _answer(sample: dict[str, Any], size: int) -> dict[str, Any]:
     sample["messages"][-1]["content"] = "x" * size
@@ -342,8 +326,8 @@ def test_a_log_past_its_bounds_is_refused_before_inspect_reads_it(
     (tmp_path / "zero.eval").symlink_to("/dev/zero")
     cases = {
         "a sample past the log's bytes": (
-            _inflated(logs["st"], tmp_path / "big.eval",
-                      lambda s: _answer(s, MAX_LOG_BYTES + 1)),
+            inflated(logs["st"], tmp_path / "big.eval",
+                     lambda s: _answer(s, MAX_LOG_BYTES + 1)),
             f"an inspect_ai log that expands to {MAX_LOG_BYTES // 2**20 + 1} MB, more than the "
             f"{MAX_LOG_BYTES // 2**20} MB read at most: import the eval in parts"),
         "a JSON log past the log's bytes": (
@@ -352,8 +336,8 @@ def test_a_log_past_its_bounds_is_refused_before_inspect_reads_it(
             f"MB, more than the {MAX_LOG_BYTES // 2**20} MB read at most: import the eval in "
             "parts, logs of fewer samples each (inspect eval --limit or --sample-id)"),
         "a million values": (
-            _inflated(logs["st"], tmp_path / "values.eval",
-                      lambda s: {**s, "notes": [{}] * MAX_JSON_ELEMENTS}),
+            inflated(logs["st"], tmp_path / "values.eval",
+                     lambda s: {**s, "notes": [{}] * MAX_JSON_ELEMENTS}),
             "more than the 1,000,000 read at most"),
         "a FIFO": (tmp_path / "pipe.eval", "is a named pipe (FIFO), not a regular file"),
         "/dev/zero": (tmp_path / "zero.eval", "is a device, not a regular file"),
@@ -365,5 +349,5 @@ def test_a_log_past_its_bounds_is_refused_before_inspect_reads_it(
         assert expected in err and err.count("\n") == 1 and "Traceback" not in err, (case, err)
         assert snapshot(url) == before, case
     # the same log within its bounds, rewritten alike, still imports
-    fine = _inflated(logs["st"], tmp_path / "fine.eval", lambda s: _answer(s, 2**20))
+    fine = inflated(logs["st"], tmp_path / "fine.eval", lambda s: _answer(s, 2**20))
     assert main(["import", str(fine), "--db", url]) == 0

@@ -32,7 +32,7 @@ from tests.workers import answers, free_port
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / ".venv-labelstudio" / "bin" / "label-studio"
 #: how long the first start may take: it migrates its database first (about 55 s of CPU;
-#: 145 s on the 2 cores at load 12, 1,074 s niced at load 15-17)
+#: on the 2 cores, niced: 192 s at load 8-12, 1,074 s at load 15-17)
 START_TIMEOUT_S = 1500
 ADMIN = "admin@example.com"
 

@@ -50,6 +50,8 @@ NOT_RUN = {
                   "(tests/elitr_core/integrations run it on SmolLM2, tier model)",
     r"import (logs|out)/": "the log the harness wrote in the previous step (named by its date)",
     r"--annotator prolific-<PID>": "a participant's Prolific id goes in place of <PID>",
+    r"import project-\d+-at-": "the JSON export of a Label Studio project its annotators "
+                               "scored (tests/elitr_core/integrations/test_label_studio)",
 }
 
 

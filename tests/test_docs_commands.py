@@ -144,3 +144,15 @@ def test_the_guides_commands_are_found() -> None:
     run = [c for _, c in quoted_commands() if not not_run(c)]
     assert len(run) >= 30 and {"crowd-study.md", "generation-and-judging.md",
                                 "pairwise-battles.md"} <= set(DOCS_WITH_COMMANDS)
+
+
+def test_the_demo_corpus_says_it_is_synthetic() -> None:
+    """Every demo transcript opens with the label that it is invented, not ELITR data, and
+    the folder's README says so (a reader or a model shown one cannot mistake it)."""
+    transcripts = sorted((ROOT / "data" / "demo").rglob("transcript_MAN*.txt"))
+    assert len(transcripts) == 2
+    for path in transcripts:
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        assert "[SYNTHETIC DEMO TRANSCRIPT" in first and "not ELITR data" in first
+    assert "SYNTHETIC, not ELITR data" in (ROOT / "data" / "demo" / "README.md").read_text(
+        encoding="utf-8")

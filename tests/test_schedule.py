@@ -82,12 +82,12 @@ def test_durations_are_read_from_junit_xml(tmp_path: Path) -> None:
 
 def test_xdist_hands_out_files_in_this_order(tmp_path: Path) -> None:
     """A real ``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (the Makefile's options)
-    starts the two costliest files first and the cheapest among the last, where xdist's own order (most
-    tests first) would start the many-test cheap file first."""
+    starts the two costliest files first and the cheapest among the last, where xdist's own
+    order (most tests first) would start the many-test cheap file first."""
     costs = {"test_cheap_many.py": 1.0, "test_big.py": 90.0, "test_mid.py": 30.0,
              "test_small.py": 5.0, "test_tiny.py": 2.0, "test_bigger.py": 120.0}
     log = tmp_path / "started.log"
-    for name, cost in costs.items():
+    for name in costs:
         count = 12 if name == "test_cheap_many.py" else 1
         body = "".join(
             f"def test_{i}():\n"

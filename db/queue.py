@@ -24,6 +24,7 @@ from sqlalchemy import (
     literal,
     null,
     select,
+    text,
     true,
     union_all,
     update,
@@ -163,8 +164,29 @@ def add_participation(*, session: Session, **values: Any) -> Participation:
     return row
 
 
+#: An arrival's whole queue in one statement on PostgreSQL: each column bound as one array
+#: (``unnest``). The executemany it replaces sent each of a unit's ~160 rows as a statement of
+#: its own, half of a Prolific join's CPU (bench/bench_launch.py).
+_ASSIGNMENTS_PG = text(
+    "INSERT INTO assignment (study_id, annotator_id, response_id, position, kind, "
+    "participation_id, check_text, unclear) "
+    "SELECT * FROM unnest(CAST(:study_id AS integer[]), CAST(:annotator_id AS integer[]), "
+    "CAST(:response_id AS integer[]), CAST(:position AS integer[]), "
+    "CAST(:kind AS varchar[]), CAST(:participation_id AS integer[]), "
+    "CAST(:check_text AS text[]), CAST(:unclear AS boolean[])) "
+    "ON CONFLICT (study_id, annotator_id, position) DO NOTHING")
+_ASSIGNMENT_COLUMNS = ("study_id", "annotator_id", "response_id", "position", "kind",
+                       "participation_id", "check_text", "unclear")
+_ASSIGNMENT_DEFAULTS: dict[str, Any] = {"kind": "item", "unclear": False}  # the model's
+
+
 def add_assignments(*, session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert queue rows (idempotent on the position key)."""
+    if rows and session.get_bind().dialect.name == "postgresql":
+        rows = [_ASSIGNMENT_DEFAULTS | r for r in rows]
+        session.execute(_ASSIGNMENTS_PG, {c: [r.get(c) for r in rows]
+                                          for c in _ASSIGNMENT_COLUMNS})
+        return
     upsert(session=session, table=Assignment, keys=["study_id", "annotator_id", "position"],
            rows=rows)
 

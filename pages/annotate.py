@@ -18,10 +18,8 @@ import streamlit as st
 from elitr_core.annotation.auth import StudyEnded
 from elitr_core.annotation.guidelines import (
     Example,
-    rubric_criterion,
-    rubric_levels,
+    rubric_shown,
     score_meaning,
-    study_examples,
 )
 from elitr_core.annotation.studies import (
     ItemView,
@@ -31,12 +29,10 @@ from elitr_core.annotation.studies import (
     submit,
     take_another_unit,
 )
-from elitr_core.annotation.submit_faults import READ_FULL, READ_GONE, with_database_faults
-from elitr_core.annotation.tour import mark_tour_seen, tour_seen
-from elitr_core.data.database import reading, writing
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 from ui.auth_ui import ANNOTATOR, ENTRY_KEY, require_role
 from ui.data import get_engine_or_stop
+from ui.guidelines import examples as study_examples
 from ui.messages import PROLIFIC_COMPLETE, ended, guarded
 from ui.text import code_span, md, plain
 
@@ -44,11 +40,9 @@ POSITION_KEY = "annotate.position"  # queue position shown, None = end screen
 SHOWN_KEY = "annotate.shown"  # (position, monotonic time it was first shown)
 ENTRY_SEEN_KEY = "annotate.entry"  # the entry POSITION_KEY belongs to
 ERROR_KEY = "annotate.error"
-TOUR_KEY = "annotate.tour-seen"  # read once per browser session from the annotator's record
-TOUR_OPEN_KEY = "annotate.tour-open"  # the "?" button asked for the walkthrough again
+TOUR_OPEN_KEY = "annotate.tour-open"  # a first entry or the "?" button: open the walkthrough
 VIEW_KEY = "annotate.view"  # the queue as the submit just returned it, for the run it causes
 REDRAW_KEY = "annotate.redraw"  # a pick cleared the error above: redraw the whole page
-EXAMPLES_TTL_S = 60  # a researcher's new worked examples reach open pages within a minute
 NOTICE_KEY = "annotate.notice"  # a key press that arrived for an item no longer on screen
 # (queue view, position, item view) drawn last: while the database is away (a restart) the
 # page says so in one sentence and shows that item again, Submit included, instead of stopping
@@ -113,8 +107,12 @@ if st.session_state.get(ENTRY_SEEN_KEY) != entry:
     st.session_state.pop(SHOWN_KEY, None)
     st.session_state.pop(ENDED_KEY, None)
     st.session_state[POSITION_KEY] = None
+    # the annotator's first entry (recorded as seen when entering): the walkthrough, once
+    st.session_state[TOUR_OPEN_KEY] = entry.first_visit
     with guarded():
-        st.session_state[POSITION_KEY] = queue_view(engine, entry).first_open
+        # this run draws that view too, without reading it again
+        st.session_state[VIEW_KEY] = queue_view(engine, entry)
+        st.session_state[POSITION_KEY] = st.session_state[VIEW_KEY].first_open
 if st.session_state.get(ENDED_KEY) is not None:
     ended(st.session_state[ENDED_KEY])
     st.stop()
@@ -190,27 +188,15 @@ def _submit(position: int) -> None:
 def _guidelines() -> None:
     """The rubric as clean text and the study's worked examples (all plain text)."""
     st.markdown("**How to score**")
-    st.text(rubric_criterion())
-    for scores, meaning in rubric_levels():
-        st.text(f"{scores}: {meaning}")
+    st.text(rubric_shown())
     st.markdown("**Worked examples**")
     examples: list[Example] = []
     with guarded():  # the database away: the rubric above still shows
-        examples = _examples(entry.study_id)
+        examples = study_examples(str(engine.url), entry.study_id)
     for example in examples:
         with st.container(border=True):
             st.text(f"Question: {example.question}\nReference: {example.reference}\n"
                     f"Response: {example.response}\nScore: {example.score}. {example.why}")
-
-
-@st.cache_data(ttl=EXAMPLES_TTL_S, show_spinner=False)
-def _examples(study_id: int) -> list[Example]:
-    """The study's worked examples, read once a minute for all its participants (every rerun
-    of every participant draws them in the Guidelines popover)."""
-    def read() -> list[Example]:
-        with reading(engine) as session:
-            return study_examples(session, study_id)
-    return with_database_faults(read, READ_FULL, READ_GONE)
 
 
 @st.fragment
@@ -309,27 +295,7 @@ if st.session_state.get(SHOWN_KEY, (None,))[0] != position:
 score_key = SCORE_KEY.format(position)
 if score_key not in st.session_state:
     st.session_state[score_key] = item.value
-def _read_tour() -> bool:
-    with reading(engine) as session:
-        return tour_seen(session, entry.annotator_id)
-
-
-def _mark_tour() -> None:
-    with writing(engine) as session:
-        mark_tour_seen(session, entry.annotator_id)
-
-
-if TOUR_KEY not in st.session_state:
-    with guarded():  # the database away: asked again on the next run
-        st.session_state[TOUR_KEY] = with_database_faults(_read_tour, READ_FULL, READ_GONE)
-if st.session_state.get(TOUR_KEY) is False:
-    # once per annotator, however it is closed (button, Enter, Esc, x), on any device
-    with guarded() as marked:
-        with_database_faults(_mark_tour, READ_FULL, READ_GONE)
-    if not marked.failed:
-        st.session_state[TOUR_KEY] = True
-        _tour()
-elif st.session_state.pop(TOUR_OPEN_KEY, False):
+if st.session_state.pop(TOUR_OPEN_KEY, False):
     _tour()
 
 with st.container(key="annotate-texts"):

@@ -19,8 +19,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -36,6 +34,7 @@ from elitr_core.annotation.admin import add_annotator
 from elitr_core.annotation.studies import StudySpec, create_study
 from elitr_core.data.database import open_database
 from tests.conftest import _init_bundled
+from tests.deploy_site import certificate, nginx_conf, site_text, wait_health
 from tests.streamlit_ws import Session
 from tests.workers import claim
 from tests.workers import free_port as _free_port
@@ -66,23 +65,11 @@ def _replicas(url: str, first: int, run_dir: Path) -> Iterator[subprocess.Popen[
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         for port in (first, first + 1):
-            _wait_health(f"http://127.0.0.1:{port}", run_dir)
+            wait_health(f"http://127.0.0.1:{port}", run_dir)
         yield proc
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
-
-
-def _wait_health(base: str, run_dir: Path, tls: ssl.SSLContext | None = None) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2, context=tls):
-                return
-        except OSError:
-            time.sleep(0.5)
-    logs = "\n".join(p.read_text() for p in run_dir.glob("*.log"))
-    raise RuntimeError(f"a replica did not start: {logs[-3000:]}")
 
 
 @dataclass(frozen=True)
@@ -100,50 +87,22 @@ class Site:
         return f"https://127.0.0.1:{self.tls_port}"
 
 
-def _certificate(tmp: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and localhost (the site's example, by openssl)."""
-    cert, key = tmp / "site.pem", tmp / "site.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=localhost", "-addext",
-                    "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key),
-                    "-out", str(cert)], check=True, capture_output=True)
-    return cert, key
-
-
-def _site(site: Site, first: int, cert: Path, key: Path) -> str:
-    """The shipped site with this test's ports, replicas and certificate; every answer names
-    its replica (X-Upstream) so that the test knows whose participant is whose."""
-    text = SITE.read_text()
-    text = text.replace("listen 443 ssl http2;", f"listen 127.0.0.1:{site.tls_port} ssl http2;")
-    text = text.replace("listen 80;", f"listen 127.0.0.1:{site.plain_port};")
-    text = re.sub(r"\n *listen \[::\]:\d+[^;]*;", "", text)  # the machine may lack IPv6
-    text = text.replace("/etc/letsencrypt/live/YOUR-HOST/fullchain.pem", str(cert))
-    text = text.replace("/etc/letsencrypt/live/YOUR-HOST/privkey.pem", str(key))
-    text = re.sub(r"server 127\.0\.0\.1:8501 ", f"server 127.0.0.1:{first} ", text)
-    text = re.sub(r"server 127\.0\.0\.1:8502 ", f"server 127.0.0.1:{first + 1} ", text)
-    return text.replace("    limit_req_status 429;",
-                        "    add_header X-Upstream $upstream_addr always;\n"
-                        "    limit_req_status 429;", 1)
-
-
 @contextmanager
 def _nginx(tmp: Path, first: int) -> Iterator[Site]:
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not Path(nginx).exists():
         pytest.fail("nginx is required: run `make test` (it installs Debian's nginx-light)")
-    cert, key = _certificate(tmp)
+    cert, key = certificate(tmp)
     tls = ssl.create_default_context(cafile=str(cert))
     site = Site(_free_port(), _free_port(), tls)
-    (tmp / "site.conf").write_text(_site(site, first, cert, key))
-    paths = " ".join(f"{name}_temp_path {tmp / name};"
-                     for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    (tmp / "nginx.conf").write_text(
-        f"daemon off; master_process off; pid {tmp}/nginx.pid; error_log {tmp}/error.log;\n"
-        f"events {{}}\nhttp {{ access_log off; {paths} include {tmp}/site.conf; }}\n")
+    (tmp / "site.conf").write_text(site_text(SITE, tls_port=site.tls_port,
+                                             plain_port=site.plain_port, first=first,
+                                             cert=cert, key=key))
+    (tmp / "nginx.conf").write_text(nginx_conf(tmp))
     proc = subprocess.Popen([nginx, "-e", str(tmp / "error.log"), "-p", str(tmp), "-c",
                              str(tmp / "nginx.conf")])
     try:
-        _wait_health(site.base, tmp, tls)
+        wait_health(site.base, tmp, tls)
         yield site
     finally:
         proc.terminate()

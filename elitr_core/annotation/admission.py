@@ -117,12 +117,15 @@ def check_join_limit(session: Session, study: Study, client: str) -> None:
 
 
 def claim_unit(session: Session, study: Study, annotator_id: int, *,
-               prolific: tuple[str, str] | None = None, client: str = "") -> Participation:
+               prolific: tuple[str, str] | None = None, client: str = "",
+               mine: set[str] | None = None) -> Participation:
     """Give the annotator a free seat (the emptiest units first) and build their queue.
 
     A seat whose lease ran out passes to this annotator: its previous holder is marked
     lapsed (:func:`db.admission.lapse`) and the aggregate of what they scored recomputed.
     A study whose stopping rule is met seats nobody (:func:`.stopping.check_stop`).
+    ``mine``: the units the annotator holds already, when the caller has just read their
+    participations (an arrival with none: ``set()``); read here otherwise.
     """
     assert study.id is not None
     from elitr_core.annotation.stopping import check_stop
@@ -136,8 +139,9 @@ def claim_unit(session: Session, study: Study, annotator_id: int, *,
         if active >= study.max_concurrent:
             raise StudyEnded("This study is full right now: please return your submission "
                                "on Prolific or try again later.")
-    mine = {p.unit for p in q.participations(session=session, study_id=study.id,
-                                             annotator_id=annotator_id)}
+    if mine is None:
+        mine = {p.unit for p in q.participations(session=session, study_id=study.id,
+                                                 annotator_id=annotator_id)}
     seat = aq.free_seat(session=session, study_id=study.id, skip_units=mine,
                         idle_before=idle_before(study))
     if seat is None:

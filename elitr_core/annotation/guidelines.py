@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from functools import cache
 
 from sqlmodel import Session
 
@@ -64,6 +65,14 @@ def rubric_levels() -> list[tuple[str, str]]:
         if match:
             levels.append((match.group(1), match.group(2)))
     return levels
+
+
+@cache
+def rubric_shown() -> str:
+    """The rubric as the annotation page shows it, built once per process: the criterion,
+    then ``scores: meaning`` per level, one a line (one text element, where one per line
+    cost the page's every rerun a dozen elements)."""
+    return "\n".join([rubric_criterion(), *(f"{s}: {m}" for s, m in rubric_levels())])
 
 
 def score_meaning(value: int) -> str:

@@ -12,7 +12,7 @@ adding one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -60,6 +60,7 @@ from elitr_core.annotation.submit_faults import (
     said,
     with_database_faults,
 )
+from elitr_core.annotation.tour import first_sight
 from elitr_core.data.fields import lookup_name
 from elitr_core.errors import UserError
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
@@ -73,6 +74,7 @@ class Entry:
     study_id: int
     study_name: str
     prolific: bool = False
+    first_visit: bool = field(default=False, compare=False)  # the walkthrough: tour.first_sight
 
 
 @dataclass(frozen=True)
@@ -164,8 +166,9 @@ def enter_with_token(engine: Engine, token: str, study_name: str | None = None) 
         parts = q.participations(session=session, study_id=study.id, annotator_id=annotator.id)
         check_participation(parts, study)
         if not parts:
-            claim_unit(session, study, annotator.id)
-        return Entry(annotator.id, study.id, study.name)
+            claim_unit(session, study, annotator.id, mine=set())
+        return Entry(annotator.id, study.id, study.name,
+                     first_visit=first_sight(session, annotator))
 
 
 @said(ENTER_FULL, ENTER_GONE)
@@ -203,15 +206,17 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
                                    "participant started with: please open the study again "
                                    "from Prolific.")
             assert annotator is not None and annotator.id is not None
-            return Entry(annotator.id, study.id, study.name, prolific=True)
+            return Entry(annotator.id, study.id, study.name, prolific=True,
+                         first_visit=first_sight(session, annotator))
         check_join_limit(session, study, client)
         if annotator is None:
             annotator = add_annotator(session=session, evaluator_id=pool_id,
                                       name=f"prolific-{pid}", external_id=pid)
         assert annotator.id is not None
         claim_unit(session, study, annotator.id, prolific=(prolific_study, session_id),
-                   client=client)
-        return Entry(annotator.id, study.id, study.name, prolific=True)
+                   client=client, mine=set())
+        return Entry(annotator.id, study.id, study.name, prolific=True,
+                     first_visit=first_sight(session, annotator))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The annotation page's keyboard walkthrough opens once per annotator, wherever they log in.
 
-Whether it was closed is stored with the annotator (``Annotator.tour_seen_at``), not in the
+Whether it was shown is stored with the annotator (``Annotator.tour_seen_at``), not in the
 browser: a reload, a new tab or another device does not show it again; the page's "?" button
 reopens it on request.
 """
@@ -11,19 +11,16 @@ from datetime import UTC, datetime
 
 from sqlmodel import Session
 
-from db.evaluators import annotator_by_id
 from db.keyed import save
+from db.models import Annotator
 
 
-def tour_seen(session: Session, annotator_id: int) -> bool:
-    """Whether the annotator has already closed the walkthrough once."""
-    annotator = annotator_by_id(session=session, annotator_id=annotator_id)
-    return annotator is not None and annotator.tour_seen_at is not None
-
-
-def mark_tour_seen(session: Session, annotator_id: int) -> None:
-    """Record that the annotator closed the walkthrough (the first time only)."""
-    annotator = annotator_by_id(session=session, annotator_id=annotator_id)
-    if annotator is not None and annotator.tour_seen_at is None:
-        annotator.tour_seen_at = datetime.now(UTC)
-        save(session=session, rows=[annotator])
+def first_sight(session: Session, annotator: Annotator) -> bool:
+    """Whether this entry is the annotator's first: then the walkthrough opens, and it is
+    recorded as seen in the entering transaction (the first page reads and writes nothing
+    more for it, which a launch's every arrival pays: bench/bench_launch.py)."""
+    if annotator.tour_seen_at is not None:
+        return False
+    annotator.tour_seen_at = datetime.now(UTC)
+    save(session=session, rows=[annotator])
+    return True

@@ -220,7 +220,7 @@ async def _steady(site: Target, sessions: list[Session], crowd: Crowd,
     return {"scored in window": items, "submits/s": items / args.duration,
             "next p50 s": _q(crowd.latency, 50), "next p95 s": _q(crowd.latency, 95),
             "next max s": max(crowd.latency, default=math.nan),
-            "CPU ms/item": 1000 * cpu / max(items, 1), "RSS MiB steady": rss}
+            "CPU ms/item": 1000 * cpu / items if items else math.nan, "RSS MiB steady": rss}
 
 
 async def _turnover(site: Target, args: argparse.Namespace) -> dict[str, Any]:

@@ -51,10 +51,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
-from bench.bench_crowd import _print, _uptime  # noqa: E402
+from bench.bench_crowd import _print  # noqa: E402
 from bench.bench_pages import _checkout, clean_up  # noqa: E402
 from bench.crowd_server import Database, cpu_seconds, database, rss_mib  # noqa: E402
 from bench.launch_site import Target, nginx_errors, target  # noqa: E402
+from bench.report import uptime as _uptime  # noqa: E402
 from tests.streamlit_ws import Session  # noqa: E402
 
 SETUP = """
@@ -310,7 +311,8 @@ def main() -> int:
                 results[name] = _run(root, args, count, tmp / f"{len(results)}")
                 print(f"{name}: {results[name]}\n  ({_uptime()})", flush=True)
         print(f"uptime after:  {_uptime()}")
-        _print(results)
+        names = {k: None for r in results.values() for k in r}  # every figure, in order
+        _print({label: {k: r.get(k, "-") for k in names} for label, r in results.items()})
     finally:
         clean_up(tmp, args.before)
     return 0

@@ -286,7 +286,7 @@ class Session:
         kept = {e.path: e for e in self.page.elements} if fragment or merge else {}
         drawn: dict[tuple[int, ...], Element] = dict(kept)
         page = Page(query_string=self.query_string)
-        started = False
+        started = fresh = False
         while True:
             if self._early:
                 msg = self._early.pop(0)
@@ -295,14 +295,21 @@ class Session:
                 msg.ParseFromString(await self._socket.recv())
             kind = msg.WhichOneof("type")
             if kind == "new_session":
-                # a fragment's run starts on the page it redraws part of; a run after it (the
-                # fragment's st.rerun) is the whole page's, drawn anew
-                drawn = drawn if merge else dict(kept) if not started else {}
+                # a fragment's run starts on the page it redraws part of; a run after it is
+                # the whole page's (the fragment's st.rerun), drawn anew, or another
+                # fragment's run (a press queued meanwhile), which only replaces its own
+                # elements, as in the browser: its first element says which
+                drawn = drawn if merge or started else dict(kept)
+                fresh = started and not merge
                 started = True
                 self.page_script_hash = msg.new_session.page_script_hash
                 self.session_id = msg.new_session.initialize.session_id or self.session_id
             elif kind == "delta" and msg.delta.WhichOneof("type") in ("new_element", "add_block"):
-                drawn[tuple(msg.metadata.delta_path)] = _element(msg)
+                element = _element(msg)
+                if fresh and not element.fragment_id:
+                    drawn = {}  # the whole page's run
+                fresh = False
+                drawn[element.path] = element
             elif kind == "page_info_changed":
                 self.query_string = page.query_string = msg.page_info_changed.query_string
             elif kind == "navigation":

@@ -41,7 +41,8 @@ PREFIX = "runs."
 
 def _save() -> None:
     jobs.save_form({key[:-len(KEPT_SUFFIX)]: value for key, value in st.session_state.items()
-                    if key.startswith(PREFIX) and key.endswith(KEPT_SUFFIX)})
+                    if isinstance(key, str) and key.startswith(PREFIX)
+                    and key.endswith(KEPT_SUFFIX)})
 
 
 def _changed(key: str) -> None:  # a widget callback: keep the value here and for a reload

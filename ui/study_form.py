@@ -10,6 +10,7 @@ kept in the session across the runs that hide it (:func:`ui.state.kept`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import streamlit as st
@@ -98,8 +99,11 @@ def _sampling(assignment: str) -> dict[str, Any]:
                              placeholder="half-width <= 0.5; ppi half-width <= 0.5",
                              help="admit nobody new once every model's 95% confidence "
                                   "sequence is this narrow (human mean, judge's bias or ppi; "
-                                  "several separated by ;), as study create --stop-when")
-    out["stop_when"] = tuple(t.strip() for t in stop.split(";") if t.strip())
+                                  "several separated by ; or , as study create --stop-when "
+                                  "takes them)")
+    # the CLI's --stop-when takes a comma list (ListOption) and prints rules joined by '; ':
+    # either separator is read here, so a list copied from one to the other means the same
+    out["stop_when"] = tuple(t.strip() for t in re.split(r"[;,]", stop) if t.strip())
     if out["selection"] == "active" or any(r.split()[0] in JUDGED_RULES
                                            for r in out["stop_when"]):
         out["judge"] = c3.text_input("Judge (active selection; bias/ppi stopping rules)",

@@ -6,8 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
+from db.models import Study
 from db.transaction import writing
 from elitr_core.annotation.admin import add_annotator, study_status
 from elitr_core.annotation.auth import PASSWORD_ENV, PASSWORD_HASH_ENV, hash_password
@@ -398,3 +400,26 @@ def test_monitor_tab_shows_the_exported_sequences_and_the_stop(
                                   "gold-human:w", *options)
         assert len(page.splitlines()) > 2
     assert len(app.get("plotly_chart")) == 1
+
+
+@pytest.mark.parametrize("separator", ["; ", ", "])
+def test_stop_rules_typed_as_the_cli_takes_them_or_prints_them(url: str, separator: str) -> None:
+    """The CLI's --stop-when takes a comma list and prints rules joined by '; ': the form reads
+    both. Two rules of one target are each read, then refused together as the CLI refuses
+    them (a comma list was read as one rule that could not be read); one rule is stored."""
+    app = _studies_page()
+    app.text_input[0].set_value("w")
+    app.radio(key="studies.create.assignment").set_value("random").run()
+    stop = [t for t in app.text_input if t.label == "Stop when (optional)"][0]
+    stop.set_value(separator.join(["half-width <= 3.7", "half-width <= 3.9"]))
+    _button(app, "Create study").click().run()
+    assert [e.value for e in app.error] == [
+        "give one stopping rule per target (human, bias, ppi)"]
+    [t for t in app.text_input if t.label == "Stop when (optional)"][0].set_value(
+        "half-width <= 3.7" + separator).run()
+    _button(app, "Create study").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    with writing(open_database(url)) as session:
+        study = session.exec(select(Study).where(Study.name == "w")).one()
+        rules = study.filters["stop_when"]
+    assert rules == [{"target": "human", "half_width": 3.7}]

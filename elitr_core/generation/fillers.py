@@ -19,8 +19,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-#: Sums per answered filler: a block of about 80 tokens with its reply.
-SUMS_PER_ANSWERED = 8
+#: Sums per answered filler: a block of about 250 tokens with its reply (SmolLM2's
+#: tokenizer), so that a reply a token or two off its planned length moves a span by well
+#: under 1% of a turn, and a 16,000-token span takes about 60 turns, not 200.
+SUMS_PER_ANSWERED = 24
 QUESTION_START = "What are these sums? Reply with the sums only, separated by commas: "
 #: ``a + b`` or ``a + b =`` echoed in a reply: its terms are not answers.
 _ECHOED = re.compile(r"\d+\s*\+\s*\d+\s*=?")

@@ -89,8 +89,9 @@ class Export:
 
 def is_label_studio_export(path: Path) -> bool:
     """Whether ``import`` reads ``path`` as a Label Studio export: a ``.json`` file whose
-    JSON is a list (an ELITR-Bench file is an object)."""
-    if path.suffix.lower() != ".json":
+    JSON is a list (an ELITR-Bench file is an object), not named as an ELITR-Bench file (one so
+    named is read as one, and refused in its own words when it holds a list)."""
+    if path.suffix.lower() != ".json" or path.name.lower().startswith("elitr-bench-"):
         return False
     try:
         with open_regular(path) as handle:

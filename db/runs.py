@@ -61,6 +61,13 @@ def filter_runs(stmt: Any, flt: ScoreFilter) -> Any:
     return stmt
 
 
+def filtered_runs(session: Session, flt: ScoreFilter | None = None) -> list[Run]:
+    """Every run, imported ones too, that the run filters of ``flt`` keep
+    (:func:`filter_runs`, as every table's), in id order."""
+    stmt = filter_runs(select(Run), flt or ScoreFilter()).order_by(col(Run.id))
+    return list(session.exec(stmt))
+
+
 def runs_per_model(session: Session) -> list[dict[str, Any]]:
     """One row per run: model (its label, :func:`run_label`, so ``M`` and ``M (bm25)`` stay two
     rows), setting, mode, split, seed, responses."""

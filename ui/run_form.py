@@ -35,6 +35,7 @@ def backends() -> list[str]:
     every run: a backend registered by one line shows at once)."""
     return sorted(registry.BACKENDS, key=lambda name: (backend_class(name).demo,
                                                        backend_class(name).loads_model))
+JOB_KINDS = ["generate", "judge"]
 SEEDED_KEY = "runs.seeded"  # this session's fields started from the last kept values
 PREFIX = "runs."
 
@@ -83,17 +84,19 @@ def backend_fields(backend: str, columns: list[Any]) -> dict[str, object]:
 
 def backend_field(column: Any, option: BackendOption) -> object:
     """The widget of one declared option: a checkbox, a choice, a number or a text."""
-    key, label = PREFIX + option.name, md("{}", option.label)
+    key = PREFIX + option.name
     if option.type is bool:
-        return column.checkbox(label, **field(key, bool(option.default)))
+        return column.checkbox(md("{}", option.label), **field(key, bool(option.default)))
     if option.choices:
         choices = [option.default, *option.choices]
-        return column.selectbox(label, choices, **field(key, option.default, choices),
+        return column.selectbox(md("{}", option.label), choices,
+                                **field(key, option.default, choices),
                                 format_func=lambda c: "default" if c is None else str(c))
     if option.type in (int, float):
-        return column.number_input(label, **field(key, option.default),
+        return column.number_input(md("{}", option.label), **field(key, option.default),
                                    step=1 if option.type is int else None)
-    return column.text_input(label, placeholder=option.placeholder or "", **field(key, ""))
+    return column.text_input(md("{}", option.label), placeholder=option.placeholder or "",
+                             **field(key, ""))
 
 
 def refusal(kind: str, options: dict[str, object]) -> str:
@@ -154,8 +157,8 @@ def _judge_fields(left: Any, mid: Any, right: Any) -> dict[str, object]:
 def job_form() -> None:
     """Choose a job and its options; Start checks it first and starts it in the background."""
     _seed()
-    kinds = ["generate", "judge"]
-    kind = st.radio("Job", kinds, horizontal=True, **field("runs.kind", kinds[0], kinds))
+    kind = st.radio("Job", JOB_KINDS, horizontal=True,
+                    **field("runs.kind", JOB_KINDS[0], JOB_KINDS))
     left, mid, right = st.columns(3)
     listed = backends()
     backend = left.selectbox("Backend", listed, **field("runs.backend", listed[0], listed))

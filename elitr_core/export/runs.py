@@ -15,10 +15,10 @@ import json
 from typing import Any
 
 import pandas as pd
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from db.models import NO_SEED, Run
-from db.runs import ScoreFilter, filter_runs
+from db.runs import ScoreFilter, filtered_runs
 from elitr_core.data.credentials import without_credentials
 from elitr_core.errors import UserError
 from elitr_core.vocab import EXPORT_COLUMNS
@@ -39,7 +39,7 @@ def runs_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFrame
     from db.runs import metas_by_run
     from elitr_core.passes.records import usage_totals
 
-    runs = _runs(session, flt)
+    runs = filtered_runs(session, flt)
     metas = metas_by_run(session=session, run_ids=[r.id for r in runs if r.id is not None])
     rows = []
     for run in runs:
@@ -64,7 +64,7 @@ def fillers_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFr
     answers: this is where a researcher sees whether the model followed its distraction."""
     from db.fillers import filler_rows
 
-    kept = [r.id for r in _runs(session, flt) if r.id is not None]
+    kept = [r.id for r in filtered_runs(session, flt) if r.id is not None]
     frame = pd.DataFrame(filler_rows(session=session, runs=kept),
                          columns=list(EXPORT_COLUMNS["fillers"]))
     for column in ("run", "conversation", "turn", "gap", "correct", "total"):
@@ -72,13 +72,6 @@ def fillers_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFr
     frame["seed"] = frame["seed"].where(frame["seed"] != NO_SEED).astype("Int64")
     frame["followed"] = frame["followed"].astype("bool")
     return frame
-
-
-def _runs(session: Session, flt: ScoreFilter | None) -> list[Run]:
-    """Every run, imported ones too, that the run filters of ``flt`` keep
-    (:func:`db.runs.filter_runs`, as every table's), in id order."""
-    stmt = filter_runs(select(Run), flt or ScoreFilter()).order_by(col(Run.id))
-    return list(session.exec(stmt))
 
 
 def _key(run: Run) -> dict[str, Any]:

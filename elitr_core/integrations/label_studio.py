@@ -19,14 +19,17 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlmodel import Session
 
 from db.runs import ScoreFilter
 from elitr_core.errors import UserError
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
+
+if TYPE_CHECKING:  # pandas is imported where a table is built: `import` (which reads a
+    # Label Studio export) must not pay pandas' ~100 MB (tests/.../test_refusal_memory.py)
+    import pandas as pd
 
 #: The evaluators' namespace (``db/evaluators.NAMESPACES``) and source of imported annotations.
 NAMESPACE = "label-studio"
@@ -94,6 +97,8 @@ def task_table(session: Session, flt: ScoreFilter | None = None) -> pd.DataFrame
     columns = declared_schema(TABLE).names
     rows = [row for row in response_rows(session, flt or ScoreFilter(), ids=True)
             if row["question_type"] != SUMMARY_TYPE]
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=[*columns[1:], "run_id"])
     frame.insert(0, "response_key", response_keys(frame, run_keys(session)))
     return frame[columns].sort_values("response_key", kind="stable").reset_index(drop=True)

@@ -42,7 +42,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
-from bench.bench_pages import _checkout, clean_up  # noqa: E402
 from bench.crowd_server import (  # noqa: E402
     Database,
     cpu_seconds,
@@ -52,6 +51,7 @@ from bench.crowd_server import (  # noqa: E402
     server,
 )
 from bench.report import uptime  # noqa: E402
+from bench.trees import checkout, clean_up  # noqa: E402
 from tests.streamlit_ws import Session  # noqa: E402
 
 ITEM = re.compile(r"Item (\d+) of (\d+)")
@@ -230,7 +230,7 @@ def main() -> int:
         if args.before:
             flags = f" {args.before_args}" if args.before_args else ""
             label = f"before ({args.before[:10]}{flags})"
-            trees = {label: (_checkout(args.before, tmp), shlex.split(args.before_args)),
+            trees = {label: (checkout(args.before, tmp), shlex.split(args.before_args)),
                      **trees}
         print(f"{args.participants} participants, pace {args.pace or 'as fast as they can'}, "
               f"{args.duration:.0f} s measured, {'PostgreSQL' if args.pg else 'SQLite'}")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -33,9 +32,9 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
 from bench.bench_crowd import _print  # noqa: E402
-from bench.bench_pages import _checkout, remove_checkout  # noqa: E402
 from bench.crowd_server import Database, database, server  # noqa: E402
 from bench.report import uptime  # noqa: E402
+from bench.trees import checkout, clean_up  # noqa: E402
 from tests.streamlit_ws import Session  # noqa: E402
 
 SETUP = """
@@ -127,7 +126,7 @@ def main() -> int:
     try:
         trees = {"this tree": HERE}
         if args.before:
-            trees = {f"before ({args.before[:10]})": _checkout(args.before, tmp), **trees}
+            trees = {f"before ({args.before[:10]})": checkout(args.before, tmp), **trees}
         print(f"{args.arrivals} arrivals within {args.within:g} s, {args.seats} tasks, "
               "one server, PostgreSQL")
         print(f"uptime before: {uptime()}", flush=True)
@@ -135,9 +134,7 @@ def main() -> int:
         print(f"uptime after:  {uptime()}")
         _print(results)  # type: ignore[arg-type]
     finally:
-        if args.before:
-            remove_checkout(tmp)
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(tmp, args.before)
     return 0
 
 

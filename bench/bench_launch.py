@@ -52,10 +52,10 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
 from bench.bench_crowd import _print  # noqa: E402
-from bench.bench_pages import _checkout, clean_up  # noqa: E402
 from bench.crowd_server import Database, cpu_seconds, database, rss_mib  # noqa: E402
 from bench.launch_site import Target, nginx_errors, target  # noqa: E402
 from bench.report import uptime as _uptime  # noqa: E402
+from bench.trees import checkout, clean_up  # noqa: E402
 from tests.streamlit_ws import Session  # noqa: E402
 
 SETUP = """
@@ -296,7 +296,7 @@ def main() -> int:
     try:
         trees = {"this tree": HERE}
         if args.before:
-            trees = {f"before ({args.before[:10]})": _checkout(args.before, tmp), **trees}
+            trees = {f"before ({args.before[:10]})": checkout(args.before, tmp), **trees}
         counts = [1] if args.turnover else [int(c) for c in args.replicas.split(",")]
         what = (f"turnover: {args.turnover} sessions, {args.places} at once, {args.stay} items "
                 f"at {args.pace:g} s" if args.turnover else

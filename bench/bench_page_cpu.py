@@ -23,9 +23,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
-from bench.bench_pages import PAGES, _checkout, clean_up  # noqa: E402
+from bench.bench_pages import PAGES  # noqa: E402
 from bench.crowd_server import cpu_seconds, make_study, server  # noqa: E402
 from bench.report import uptime  # noqa: E402
+from bench.trees import checkout, clean_up  # noqa: E402
 from tests.streamlit_ws import Session  # noqa: E402
 
 
@@ -57,7 +58,7 @@ def main() -> int:
     try:
         trees = {"this tree": HERE}
         if args.before:
-            trees = {f"before ({args.before[:10]})": _checkout(args.before, tmp), **trees}
+            trees = {f"before ({args.before[:10]})": checkout(args.before, tmp), **trees}
         print(f"uptime before: {uptime()}", flush=True)
         results = {label: _tree(root, args.repeat, tmp) for label, root in trees.items()}
         print(f"uptime after:  {uptime()}")

@@ -45,6 +45,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(HERE))
+
+from bench.trees import checkout, clean_up  # noqa: E402
+
 PAGES = ("leaderboard", "agreement", "calibration", "drilldown", "judge_audit", "battles",
          "meeting", "home")
 
@@ -84,18 +88,23 @@ return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
   && document.querySelectorAll('[data-testid="stMain"] h1').length > 0;"""
 
 
-def _browser_times(root: Path, url: str, repeat: int) -> dict[str, dict[str, float]]:
-    """Seconds from request to a finished, drawn page in headless Chromium, per page."""
+def chromium(size: str = "1400,1000"):  # type: ignore[no-untyped-def]
+    """A Selenium driver of Debian's headless Chromium with a window of ``size`` (w,h)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1400,1000"):
+                 f"--window-size={size}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "chromedriver"),
-                              options=options)
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or "chromedriver"),
+                            options=options)
+
+
+def _browser_times(root: Path, url: str, repeat: int) -> dict[str, dict[str, float]]:
+    """Seconds from request to a finished, drawn page in headless Chromium, per page."""
+    driver = chromium()
 
     def finished(start: float) -> float:
         time.sleep(0.2)  # let the run start before asking whether it finished
@@ -235,26 +244,6 @@ def _print(title: str, results: dict[str, dict[str, dict[str, float]]]) -> None:
         print(f"{page:<14}{''.join(cells)}")
 
 
-def _checkout(ref: str, tmp: Path) -> Path:
-    path = tmp / "before"
-    subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(path), ref],
-                   check=True, capture_output=True)
-    return path
-
-
-def remove_checkout(tmp: Path) -> None:
-    """Remove the worktree ``_checkout`` made in ``tmp``."""
-    subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force",
-                    str(tmp / "before")], capture_output=True)
-
-
-def clean_up(tmp: Path, before: str | None) -> None:
-    """Remove the ``--before`` worktree (when there is one) and the temporary folder."""
-    if before:
-        remove_checkout(tmp)
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="a git commit to time side by side with this tree")
@@ -276,7 +265,7 @@ def main() -> int:
     try:
         trees = {"this tree": HERE}
         if args.before:
-            trees = {f"before ({args.before[:10]})": _checkout(args.before, tmp), **trees}
+            trees = {f"before ({args.before[:10]})": checkout(args.before, tmp), **trees}
         print(f"load average before: {os.getloadavg()}", flush=True)
         results = {label: _time_tree(root, args.repeat, tmp, args.browser, args.settle,
                                      args.data)

@@ -35,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_pages import _DONE_JS, _checkout, _serve  # noqa: E402
+from bench.bench_pages import _DONE_JS, _serve, chromium  # noqa: E402
+from bench.trees import checkout, clean_up  # noqa: E402
 
 STUDY = "s"
 CONFIRM = "Annotators can no longer answer"
@@ -113,19 +114,6 @@ def _server_side(repeats: int) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _driver():  # type: ignore[no-untyped-def]
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1366,768"):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or "chromedriver"),
-                            options=options)
-
-
 #: the run has finished, the page holds ``arguments[0]`` and no element is stale (greyed out
 #: while a run replaces it)
 _SHOWN_JS = _DONE_JS.replace("return ", "return document.body.innerText.includes(arguments[0])"
@@ -167,7 +155,7 @@ def _browser(trees: dict[str, Path], repeats: int) -> None:
             proc, urls[label] = _serve(root, {**os.environ, "DATABASE_URL": databases[label],
                                              "ELITR_WARM": "0"})
             servers.append(proc)
-        driver = _driver()
+        driver = chromium("1366,768")
         times: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
         loads = [_load()]
         try:
@@ -222,13 +210,10 @@ def main() -> None:
     try:
         trees = {"this tree": ROOT}
         if args.before:
-            trees = {f"before ({args.before[:10]})": _checkout(args.before, tmp), **trees}
+            trees = {f"before ({args.before[:10]})": checkout(args.before, tmp), **trees}
         _browser(trees, args.repeats)
     finally:
-        if args.before:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(tmp / "before")], capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(tmp, args.before)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,21 @@ conversations. The share of p < 0.05 of:
   over conversations (all 2^G patterns up to 12 conversations; 1,999 random ones above, where
   the table draws 9,999).
 
+``trend-interval``: the coverage of the 95% interval printed beside the trend's ``p`` (the
+true slope is 0), CR1 (``interleaving.cluster_slope``, t on G - 1 degrees of freedom; the
+interval until 28 Nov) against CR2 with Satterthwaite degrees of freedom
+(``cluster_robust.cr2_slope``, the interval now), clustered by conversation, in the same
+null data sets and both layouts, with 2-20 conversations; beside each CR2 coverage the median
+of its degrees of freedom and of its width over CR1's. Coverage is one less the size of the
+interval's t-test, so its Monte-Carlo standard error near 0.95 is 0.0022 at R = 10,000.
+
 Each size is printed with its Monte-Carlo standard error, sqrt(size (1 - size) / R) (near
 0.05: 0.0031 at the default R = 5,000, so a test of exact size 0.05 lands in 0.044-0.056 in
 19 of 20 cells). The tests take arrays of data sets (``sign_flip_ps``, ``cr1_slope_ps``,
 ``wild_cluster_ps``, tested equal to the one-set functions), so 5,000 data sets a cell run
 in minutes. Figures are shares, not times; the load average is printed anyway.
 
-    python bench/bench_validity.py [--section interleaving] [--replicates 5000]
+    python bench/bench_validity.py [--section interleaving|trend-interval] [--replicates 5000]
                                    [--out bench/results/x.md]
 """
 
@@ -43,10 +51,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import publish, uptime  # noqa: E402
+from elitr_core.stats.cluster_robust import cr2_slope_fits  # noqa: E402
 from elitr_core.stats.cluster_tests import (  # noqa: E402
     cluster_moments,
     cr1_slope_ps,
@@ -132,7 +142,58 @@ def interleaving(replicates: int, seed: int) -> list[str]:
     return lines
 
 
-SECTIONS: dict[str, Callable[[int, int], list[str]]] = {"interleaving": interleaving}
+#: The trend interval's designs: K meetings a conversation, G conversations (2 to 20).
+TREND_DESIGNS = ((3, 2), (2, 3), (2, 4), (2, 6), (2, 8), (3, 10), (2, 12), (2, 20))
+TREND_COLUMNS = ("one run: CR1", "CR2 (now)", "CR2 df, width / CR1",
+                 "a sweep: CR1", "CR2 (now)", "CR2 df, width / CR1")
+
+
+def trend_block(k: int, g: int, sd: float, sets: int, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per null data set (rows) and layout (one run, a sweep): whether the CR1 and the CR2
+    95% intervals cover the true slope 0, the CR2 degrees of freedom and width over CR1's."""
+    d = interleaved_nulls(rng, k, g, sd, sets)
+    covered, df, ratio = [], [], []
+    for x in (d["span"] / 1000, d["sweep"] / 1000):
+        moments = cluster_moments(x, d["value"], d["conversation"], d["data_set"], sets)
+        cr1 = cr1_slope_ps(moments)
+        fit = cr2_slope_fits(moments)
+        cr2 = 2 * stats.t.sf(np.abs(fit["slope"] / fit["se"]), fit["df"])
+        # CR1's half-width from its own p: |slope| / t_(G-1)^-1(1 - p/2) * t_(G-1)(0.975)
+        cr1_half = (np.abs(fit["slope"]) / stats.t.isf(cr1 / 2, g - 1)
+                    * stats.t.isf(0.025, g - 1))
+        covered += [cr1 >= 0.05, cr2 >= 0.05]
+        df.append(fit["df"])
+        ratio.append(stats.t.isf(0.025, fit["df"]) * fit["se"] / cr1_half)
+    return np.column_stack(covered), np.column_stack(df), np.column_stack(ratio)
+
+
+def trend_interval(replicates: int, seed: int) -> list[str]:
+    """The ``trend-interval`` section: coverage of CR1 and CR2 by conversation (MC standard
+    error in brackets), CR2's median degrees of freedom and median width over CR1's."""
+    lines = ["| K | conversations | conversation sd | " + " | ".join(TREND_COLUMNS) + " |",
+             "|" + "---|" * (3 + len(TREND_COLUMNS))]
+    for k, g in TREND_DESIGNS:
+        for sd in CONVERSATION_SD:
+            rng = np.random.default_rng([seed, k, g, int(sd * 100), 1])
+            parts = [trend_block(k, g, sd, min(BLOCK * 4, replicates - start), rng)
+                     for start in range(0, replicates, BLOCK * 4)]
+            cover = np.concatenate([p[0] for p in parts]).mean(0)
+            df = np.median(np.concatenate([p[1] for p in parts]), 0)
+            ratio = np.median(np.concatenate([p[2] for p in parts]), 0)
+            se = np.sqrt(cover * (1 - cover) / replicates)
+            cells = []
+            for layout in range(2):
+                cells += [f"{cover[2 * layout + j]:.3f} ({se[2 * layout + j]:.3f})"
+                          for j in range(2)]
+                cells.append(f"{df[layout]:.1f}, {ratio[layout]:.2f}")
+            lines.append(f"| {k} | {g} | {sd:g} | " + " | ".join(cells) + " |")
+            print(lines[-1], flush=True)
+    return lines
+
+
+SECTIONS: dict[str, Callable[[int, int], list[str]]] = {"interleaving": interleaving,
+                                                        "trend-interval": trend_interval}
 
 
 def main() -> None:

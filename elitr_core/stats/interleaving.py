@@ -19,12 +19,15 @@ conversation both hold their level (0.04-0.06 with 10-20 conversations). Two tab
   (:func:`.paired.paired_by_meeting`, the st-vs-mt code path with conversations as the
   clusters: bootstrap interval and sign-flip test over conversations).
 - ``interleaving-span``: the interleaved answers' mean score per span bucket, and a trend row:
-  the OLS slope of score on span (per 1,000 tokens) with a cluster-robust (CR1) interval over
-  conversations on G - 1 degrees of freedom, G the number of conversations, as statsmodels'
-  ``OLS(...).fit(cov_type="cluster")`` does, and ``p`` from the wild cluster bootstrap over
-  conversations (:func:`.cluster_tests.wild_cluster_p`): the CR1 t-test rejects a true null
-  too often with few conversations when the span varies between them (runs at several
-  spans: 0.19-0.60 at 0.05 with 2-4 conversations, 0.07 with 20), the bootstrap does not.
+  the OLS slope of score on span (per 1,000 tokens) with a cluster-robust interval over
+  conversations, CR2 with Satterthwaite degrees of freedom (:func:`.cluster_robust.cr2_slope`),
+  and ``p`` from the wild cluster bootstrap over conversations
+  (:func:`.cluster_tests.wild_cluster_p`). The CR1 t-test (:func:`cluster_slope`, as
+  statsmodels' ``OLS(...).fit(cov_type="cluster")``) rejects a true null too often with few
+  conversations when the span varies between them (runs at several spans: 0.21-0.62 at 0.05
+  with 2-4 conversations, 0.08-0.11 with 10-20), the bootstrap does not; the CR1 interval
+  printed beside ``p`` until 28 Nov covered a true zero trend as seldom (coverage of CR1
+  against CR2: ``bench/bench_validity.py``, section ``trend-interval``).
 
 An answer's conversation comes from the run's stored plan (``data.scores.span_table``); an
 answer without one (a run stored without its plan) counts its meeting as its conversation,
@@ -48,6 +51,7 @@ from scipy import sparse, stats
 from scipy.sparse.csgraph import connected_components
 
 from elitr_core.errors import DegenerateDataError, UserError
+from elitr_core.stats.cluster_robust import cr2_slope
 from elitr_core.stats.cluster_tests import EXACT_WILD, wild_cluster_p
 from elitr_core.stats.frame import RESPONSE_KEY, contract_types
 from elitr_core.stats.leaderboard import response_scores
@@ -180,7 +184,9 @@ def _planless_note(row: dict[str, object], planless: pd.Series) -> dict[str, obj
 
 def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray,
                   confidence: float = 0.95) -> dict[str, float]:
-    """OLS slope of ``y`` on ``x`` with a CR1 cluster-robust standard error.
+    """OLS slope of ``y`` on ``x`` with a CR1 cluster-robust standard error (the trend's
+    interval before 28 Nov, too narrow with few clusters: :func:`.cluster_robust.cr2_slope`
+    replaced it; kept for the benchmark that compares the two).
 
     ``V = (X'X)^-1 (sum_g X_g' u_g u_g' X_g) (X'X)^-1 * G/(G-1) * (N-1)/(N-2)``, a t-test
     and interval on ``G - 1`` degrees of freedom (statsmodels' defaults for
@@ -213,8 +219,9 @@ def span_trend(df: pd.DataFrame, spans: pd.DataFrame, bucket: int = SPAN_BUCKET,
         ``SPAN_COLUMNS``, per model, setting and evaluator: one row per bucket of ``bucket``
         tokens (``span_low`` <= span < ``span_high``; ``n``, ``n_meetings``,
         ``n_conversations``, ``mean_span``, ``mean``), then a ``trend`` row over all of them:
-        ``slope`` (score per 1,000 tokens of span) with its cluster-robust interval and ``p``
-        (:func:`cluster_slope`, conversations as clusters; conversations of several runs that
+        ``slope`` (score per 1,000 tokens of span) with its cluster-robust interval (CR2,
+        Satterthwaite degrees of freedom, :func:`.cluster_robust.cr2_slope`) and ``p`` (wild
+        cluster bootstrap), conversations as clusters (conversations of several runs that
         share a meeting count as one cluster, :func:`conversation_clusters`). ``note`` says
         why a trend cell is empty (one conversation, one span) or what limits it.
     """
@@ -270,7 +277,7 @@ def _trend(x: np.ndarray, y: np.ndarray, clusters: np.ndarray,
     if np.ptp(y) == 0:
         return {"slope": 0.0, "note": f"every score is {y[0]:g}: the residuals are all 0, "
                                       "no interval"}
-    fit = cluster_slope(x, y, clusters, confidence)
+    fit = cr2_slope(x, y, clusters, confidence)
     if not fit["se"] > 0:
         return {"slope": fit["slope"], "note": "the residuals are all 0: no interval"}
     g = len(set(clusters))
@@ -279,6 +286,6 @@ def _trend(x: np.ndarray, y: np.ndarray, clusters: np.ndarray,
     out["p"] = wild_cluster_p(x, y, clusters, rng=np.random.default_rng(0))
     if g <= EXACT_WILD and 2.0 / (1 << g) > 1 - confidence:
         out["note"] = (f"with {g} conversations no trend can reach p < {1 - confidence:.2g} "
-                       f"(the smallest p is {2.0 / (1 << g):.3g}); the CR1 interval is too "
-                       "narrow with so few")
+                       f"(the smallest p is {2.0 / (1 << g):.3g}); the interval rests on "
+                       f"{fit['df']:.2g} degrees of freedom")
     return out

@@ -63,3 +63,28 @@ def statsmodels_wild_p(x: np.ndarray, y: np.ndarray, clusters: np.ndarray) -> fl
     flipped = [t(y.mean() + np.array(signs)[clusters] * residual)
                for signs in itertools.product((1.0, -1.0), repeat=g)]
     return float(np.mean(np.array(flipped) >= t(y) * (1 - 1e-9)))
+
+
+def dense_cr2(x: np.ndarray, y: np.ndarray, clusters: np.ndarray) -> tuple[float, float]:
+    """The slope's CR2 standard error and Satterthwaite degrees of freedom from the textbook
+    formulas with full n x n matrices (Bell & McCaffrey 2002; Pustejovsky & Tipton 2018, eq.
+    10-11, working model the identity): ``A_g = (I - H_gg)^(-1/2)`` by eigendecomposition
+    (pseudo-inverse where an eigenvalue is 0), ``V = sum_g (c' B X_g' A_g u_g)^2``,
+    ``p_g = (I - H)_g' A_g X_g B c`` and ``df = (sum_g p_g'p_g)^2 / sum_gh (p_g'p_h)^2``."""
+    design = np.column_stack([np.ones_like(x), x])
+    bread = np.linalg.inv(design.T @ design)
+    residual_maker = np.eye(x.size) - design @ bread @ design.T
+    u = residual_maker @ y
+    c = np.array([0.0, 1.0])
+    variance, p = 0.0, []
+    for g in np.unique(clusters):
+        rows = np.flatnonzero(clusters == g)
+        values, vectors = np.linalg.eigh(residual_maker[np.ix_(rows, rows)])
+        inverse_root = np.array([1 / np.sqrt(v) if v > 1e-10 else 0.0 for v in values])
+        adjust = vectors @ np.diag(inverse_root) @ vectors.T
+        variance += float(c @ bread @ design[rows].T @ adjust @ u[rows]) ** 2
+        q = np.zeros(x.size)
+        q[rows] = adjust @ design[rows] @ bread @ c
+        p.append(residual_maker @ q)
+    omega = np.array(p) @ np.array(p).T
+    return float(np.sqrt(variance)), float(np.trace(omega) ** 2 / np.sum(omega**2))

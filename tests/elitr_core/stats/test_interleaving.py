@@ -1,8 +1,9 @@
 """Isolated versus interleaved and score against memory span, checked against independent
 computations: the paired mean difference by hand and its sign-flip p by enumerating every sign
 pattern over conversations (itertools, exact), the trend by statsmodels' OLS with
-cluster-robust errors by conversation (slope and interval, tolerance 1e-9; its p by
-statsmodels refitted on every wild-bootstrap sign pattern, 1e-12), and the states of a live study (a
+its slope (tolerance 1e-9), the interval by the CR2 textbook formulas with full matrices
+(1e-9; wider than statsmodels' CR1 interval), its p by statsmodels refitted on every
+wild-bootstrap sign pattern (1e-12), and the states of a live study (a
 model with no isolated run, one conversation, every span the same, a constant score, a run
 stored without its conversations, too few conversations for p < 0.05)."""
 
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
+from scipy import stats
 
 from elitr_core.errors import DegenerateDataError
 from elitr_core.stats.interleaving import (
@@ -22,7 +24,7 @@ from elitr_core.stats.interleaving import (
     span_trend,
 )
 from elitr_core.vocab import SCORE_COLUMNS
-from tests.elitr_core.stats.cluster_references import statsmodels_wild_p
+from tests.elitr_core.stats.cluster_references import dense_cr2, statsmodels_wild_p
 
 MEETINGS = [f"meeting_en_dev_{i:03d}" for i in range(1, 7)]
 #: ``--interleave 2``: the six meetings asked in three conversations of two.
@@ -82,7 +84,11 @@ def test_isolated_vs_interleaved_equals_a_hand_computation() -> None:
             "can reach p < 0.05")
 
 
-def test_span_trend_equals_statsmodels_cluster_ols() -> None:
+def test_span_trend_equals_statsmodels_slope_and_the_cr2_interval() -> None:
+    """The slope is statsmodels' OLS slope; the interval is CR2 on Satterthwaite degrees of
+    freedom (the textbook formulas with full matrices, ``dense_cr2``), wider than the CR1
+    interval (statsmodels' ``cov_type="cluster"``) printed before, which covers too seldom
+    with three conversations."""
     df, spans = scores_and_spans(np.random.default_rng(5), questions=6)
     table = span_trend(df, spans, bucket=4000)
     trend = table[table["bucket"] == "trend"].iloc[0]
@@ -96,9 +102,13 @@ def test_span_trend_equals_statsmodels_cluster_ols() -> None:
     groups = pd.factorize(joined["conversation"])[0]
     assert trend["p"] == pytest.approx(statsmodels_wild_p(x, joined["score"].to_numpy(float),
                                                           groups), abs=1e-12)
+    se, df_cr2 = dense_cr2(x, joined["score"].to_numpy(float), groups)
+    half = stats.t.ppf(0.975, df_cr2) * se
     assert trend["note"] == ("with 3 conversations no trend can reach p < 0.05 (the smallest "
-                             "p is 0.25); the CR1 interval is too narrow with so few")
-    assert (trend["ci_low"], trend["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+                             f"p is 0.25); the interval rests on {df_cr2:.2g} degrees of freedom")
+    assert (trend["ci_low"], trend["ci_high"]) == pytest.approx(
+        (fit.params[1] - half, fit.params[1] + half), abs=1e-9)
+    assert trend["ci_high"] - trend["ci_low"] > high - low
     assert trend["n"] == 36 and trend["n_meetings"] == 6 and trend["n_conversations"] == 3
     buckets = table[table["bucket"] != "trend"]
     assert buckets["n"].sum() == 36

@@ -5,7 +5,10 @@ whose total is at least as far from 0 as the observed one. Side by side, for M c
 the earlier enumeration (every pattern written out, 2^15 rows at a time, one matrix product
 each) and the meet-in-the-middle count (the 2^(M/2) totals of one half against the sorted
 totals of the other). Then the tables that run the test once per row on the bundled data
-(``model-difference`` for every model pair, ``st-vs-mt``). CPU seconds (``process_time``),
+(``model-difference`` for every model pair, ``st-vs-mt``). Last, the question-level
+Wilcoxon test beside it (``p_naive``): ``scipy.stats.wilcoxon`` on every row (before) against
+``elitr_core.stats.paired.signed_rank_test`` (now) in ``export model-difference`` on the
+tests' small benchmark (18 rows of 12 questions: scipy's exact permutation path). CPU seconds (``process_time``),
 best of ``--repeats``; the load average is printed: on this 2-core machine other work moves
 every figure.
 
@@ -86,7 +89,45 @@ def main() -> None:
         finally:
             cluster_tests._exact_hits = meet_in_the_middle
         print(f"{name} | {len(build())} | {before:.2f} CPU s | {now:.2f} CPU s")
+    _signed_rank(args.repeats)
     print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+def _signed_rank(repeats: int) -> None:
+    import contextlib
+    import io
+    import tempfile
+
+    from scipy import stats
+
+    from elitr_core.cli.main import main as cli
+    from elitr_core.stats import paired
+    from tests import small_db
+
+    def scipy_test(diff: np.ndarray) -> tuple[float, float]:
+        test = stats.wilcoxon(diff)
+        return float(test.statistic), float(test.pvalue)
+
+    url = f"sqlite:///{tempfile.mkdtemp(prefix='bench-signed-rank-')}/small.db"
+    small_db.build(url)
+
+    def export(table: str) -> str:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert cli(["export", table, "--format", "json", "--db", url]) == 0
+        return out.getvalue()
+
+    print("export (small benchmark) | scipy.stats.wilcoxon (before) | signed_rank_test (now) "
+          "| same output")
+    for table in ("model-difference",):
+        now = best_cpu(lambda t=table: export(t), repeats)
+        same = export(table)
+        paired.signed_rank_test, mine = scipy_test, paired.signed_rank_test
+        try:
+            before = best_cpu(lambda t=table: export(t), repeats)
+            same = same == export(table)
+        finally:
+            paired.signed_rank_test = mine
+        print(f"{table} | {before:.2f} CPU s | {now:.2f} CPU s | {same}")
 
 
 if __name__ == "__main__":

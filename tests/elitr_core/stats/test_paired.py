@@ -11,6 +11,7 @@ bundled data and the CLI for the shape of the export.
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,12 @@ from scipy import stats
 from elitr_core.cli.main import main
 from elitr_core.errors import DegenerateDataError
 from elitr_core.stats.agreement import cluster_weights
-from elitr_core.stats.paired import DIFFERENCE_COLUMNS, model_difference, paired_by_meeting
+from elitr_core.stats.paired import (
+    DIFFERENCE_COLUMNS,
+    model_difference,
+    paired_by_meeting,
+    signed_rank_test,
+)
 from tests.elitr_core.stats.cluster_references import (
     exact_sign_flip_p,
     exact_wilcoxon_p,
@@ -65,6 +71,33 @@ def test_against_explicit_resampling_and_enumerated_tests() -> None:
         tuple(np.quantile(reps, [0.025, 0.975])), abs=1e-12)
     assert got["note"] == ("with 4 meetings the sign-flip test cannot go below p = 0.125: no "
                            "difference can reach p < 0.05")
+
+
+@pytest.mark.parametrize("values", ["small integers", "halves", "one decimal", "continuous"])
+def test_signed_rank_test_equals_scipy_with_ties_zeros_and_without(values: str) -> None:
+    """``p_naive`` is scipy.stats.wilcoxon's, to 1e-12, on both of its paths: the exact
+    sign-flip test with ties or zeros (n <= 13, enumerated here by one matrix product) and
+    everything else (scipy's own call). The samples are a paired benchmark's: scores on a
+    10-point scale and their means, so ties and zeros are the rule."""
+    rng = np.random.default_rng(["small integers", "halves", "one decimal",
+                                 "continuous"].index(values))
+    draw = {"small integers": lambda n: rng.integers(-3, 4, n).astype(float),
+            "halves": lambda n: rng.integers(-10, 11, n) / 2,
+            "one decimal": lambda n: rng.normal(size=n).round(1),
+            "continuous": lambda n: rng.normal(size=n)}[values]
+    checked = 0
+    for n in [*range(1, 12), 13, 14, 20]:
+        diff = draw(n)
+        if not np.any(diff):
+            continue
+        with warnings.catch_warnings():  # scipy: too few differences for its normal approximation
+            warnings.simplefilter("ignore")
+            expected = stats.wilcoxon(diff)
+        got = signed_rank_test(diff)
+        assert got == pytest.approx((expected.statistic, expected.pvalue), abs=1e-12,
+                                    nan_ok=True), diff
+        checked += 1
+    assert checked >= 10
 
 
 def test_a_pair_sharing_questions_in_some_meetings_resamples_those_meetings_only() -> None:

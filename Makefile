@@ -85,7 +85,11 @@ run: setup
 # server, model or postgres from what it uses (tests/tiers.py). Files are handed out costliest
 # first (tests/schedule.py, from tests/durations.json); xdist would otherwise order them by
 # number of tests and leave the few-test, minutes-long files for the end.
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile --no-loadscope-reorder
+# PYTHONDONTWRITEBYTECODE is cleared for the tests (set, as on our development machines, pytest
+# rewrote the assertions of every test module in each worker at every run: about 8 of a worker's
+# 23 CPU-s of collection, measured with --collect-only run twice).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile \
+	--no-loadscope-reorder
 QUICK := not (browser or server or model or postgres)
 
 # Every tier (the README's command, and CI's), with the 25 slowest steps listed at the end.

@@ -13,14 +13,15 @@ them (they are coverages, widths and errors, which the load does not move).
 - ``aggregate``: MAE to a known true score of the mean, the median, the default silver
   aggregate (each annotator's offset and precision) and nominal Dawid-Skene, in six simulated
   designs (dense, sparse, batches, spammers, adversaries, the paper's 10 a response).
-- ``plans``: budget plans before (normal quantile, CLT variances) and after (the table's t
-  interval, simulated, 80% assurance), from all of a model's 130 bundled scores and from pilots
-  of 20: planned n, printed assurance, and the share of real studies of that size whose interval
-  (``ppi.classical_mean`` / ``ppi.ppipp_mean`` from all scores; for pilots the same interval
-  on every study at once, ``ppi_designs.uniform_estimates``) met the target. ``R / 5`` pilots
-  a cell are planned with the predictive assurance (now), a quarter of them also with the
-  pilot taken as the population (27 Nov); the gap is the mean printed assurance less the mean
-  share met, with the share's Monte-Carlo standard error over pilots.
+- ``plans``: budget plans (the table's t interval, simulated, 80% assurance) from all of a
+  model's 130 bundled scores and from pilots of 20: planned n, printed assurance, and the share
+  of ``R`` real studies of that size (n of the 130 without replacement) whose interval
+  (``ppi_designs.uniform_estimates``, tested equal to ``ppi.classical_mean`` /
+  ``ppi.ppipp_mean``) met the target. ``R`` pilots a cell, each planned by the Dirichlet
+  posterior planner of 28 Nov and by the planner now (N responses, the pilot's among them,
+  spread corrected); the gap is the mean printed assurance less the mean share met, with the
+  share's Monte-Carlo standard error over pilots. The planners before 28 Nov (normal
+  quantile; the pilot taken for the population) are measured in ``plans-2026-11-28.md``.
 """
 
 from __future__ import annotations
@@ -193,57 +194,48 @@ def aggregate_part(replicates: int, rng: np.random.Generator) -> str:
     return "\n".join(lines) + f"\n\n{studies} simulated studies a design"
 
 
-def old_plan(y: np.ndarray, yhat: np.ndarray, judge: np.ndarray, half_width: float) -> tuple[
-        float, float]:
-    """The planner before (main at 73f864a): normal quantile, CLT variances, ``ddof=0``."""
-    z, size = stats.norm.ppf(0.975), judge.size
-    n = np.arange(2, size + 1, dtype=float)
-    rest = size - n
-    cov = float(np.mean((y - y.mean()) * (yhat - yhat.mean())))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.clip(np.nan_to_num(np.where(rest > 0, cov / ((1 + n / rest)
-                                                              * judge.var(ddof=1)), 0)), 0, 1)
-        imputed = np.where(rest > 0, lam**2 * judge.var(ddof=1) / np.maximum(rest, 1), 0)
-    residual = y.var() - 2 * lam * cov + lam**2 * yhat.var()
-    reached = np.flatnonzero(imputed + residual / n <= (half_width / z) ** 2)
-    return (float(np.ceil((z * y.std() / half_width) ** 2)),
-            float(n[reached[0]]) if reached.size else np.nan)
-
-
-def met(y: np.ndarray, f: np.ndarray, n: float, design: str, half_width: float,
-        rng: np.random.Generator, studies: int) -> float:
-    """Share of real studies of ``n`` human scores (drawn without replacement from the
-    population) whose interval, as ``export ppi`` prints it, is no wider than the target."""
-    from elitr_core.stats.ppi import classical_mean, ppipp_mean
-
-    if np.isnan(n) or n > y.size:
-        return float("nan")
-    n, hits = int(n), 0
-    for _ in range(studies):
-        order = rng.permutation(y.size)
-        lab, rest = order[:n], order[n:]
-        est = (classical_mean(y[lab]) if design == "human-only" or not rest.size
-               else ppipp_mean(y[lab], f[lab], f[rest])[0])
-        hits += (est.high - est.low) / 2 <= half_width
-    return hits / studies
-
-
-class _PilotAsPopulation(_Studies):
-    """The planner of 27 Nov (main at d5a6b79) on a pilot: the pilot's pairs drawn with
-    replacement as if they were the population (the predictive planner replaced it)."""
+class _DirichletPosterior(_Studies):
+    """The predictive planner of 28 Nov (main at a3b4729) on a pilot: each study's ``n``
+    pairs drawn with replacement from a Dirichlet-process posterior population (Gamma(1)
+    weights on the pilot pairs and one uniform pair), its spread not corrected, the study not
+    drawn from a finite set of N responses (the planner now does both)."""
 
     def __init__(self, y: np.ndarray, yhat: np.ndarray, judge: np.ndarray, replicates: int,
                  seed: int) -> None:
         rng = np.random.default_rng(seed)
-        self.size, self.full = judge.size, False
-        pick = rng.integers(0, y.size, (replicates, self.size))
-        rest = rng.random((replicates, self.size)).argsort(axis=1)
-        self.y, self.f, self.rest = y[pick], yhat[pick], judge[rest]
+        self.size, self.full, m = judge.size, False, y.size
+        weights = rng.gamma(1.0, 1.0, (replicates, m + 1))
+        cdf = np.cumsum(weights, 1) / weights.sum(1, keepdims=True)
+        pick = (rng.random((replicates, self.size, 1)) > cdf[:, None, :-1]).sum(2)
+        base = rng.integers(1, 11, (2, replicates, 1)).astype(float)
+        human = np.concatenate([np.broadcast_to(y, (replicates, m)), base[0]], 1)
+        judged = np.concatenate([np.broadcast_to(yhat, (replicates, m)), base[1]], 1)
+        self.y = np.take_along_axis(human, pick, 1)
+        self.f = np.take_along_axis(judged, pick, 1)
+        self.rest = judge[rng.random((replicates, self.size)).argsort(axis=1)]
 
 
 PILOT = 20
 #: --model: plan these bundled models only (a run per model in parallel; default all three)
 MODELS: list[str] = []
+
+
+def _pilot_cell(planner: type[_Studies], y: np.ndarray, f: np.ndarray, picks: list[np.ndarray],
+                design: str, half_width: float, real: _Studies) -> str:
+    """Mean planned n, printed assurance and share of real studies met over the pilots, the
+    share's MC standard error, the gap (printed - met) and the share of pilots met >= 0.5."""
+    rows = []
+    for j, pick in enumerate(picks):
+        pn, pa, _ = _smallest(planner(y[pick], f[pick], f, REPLICATES, j), design, half_width,
+                              0.95, 0.8)
+        rows.append((pn, pa, np.nan if np.isnan(pn) else
+                     real.assurance(int(pn), design, half_width, 0.95)))
+    p = np.array(rows, float)
+    ok = ~np.isnan(p[:, 0])
+    se = p[ok, 2].std(ddof=1) / np.sqrt(ok.sum())
+    return (f"{p[ok, 0].mean():.1f}, {p[ok, 1].mean():.3f}, {p[ok, 2].mean():.3f} ({se:.3f}), "
+            f"{p[ok, 1].mean() - p[ok, 2].mean():+.3f}, {np.mean(p[ok, 2] >= 0.5):.0%} "
+            f"({ok.sum()} of {len(picks)} planned)")
 
 
 def plans_part(replicates: int, rng: np.random.Generator) -> str:
@@ -255,12 +247,12 @@ def plans_part(replicates: int, rng: np.random.Generator) -> str:
     df = scores_frame(bundled_files())
     df = df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")]
     pairs = judge_human_table(df, "gpt-4", "gold-human").dropna(subset=["human"])
-    lines = ["| model | half-width | design | before: n, met | all 130 scores: n, printed "
-             "assurance, met | pilots of 20, pilot as population (before): mean n, mean "
-             "printed, mean met (MC se), gap | pilots of 20, predictive (now): mean n, mean "
-             "printed, mean met (MC se), gap, pilots met >= 0.5 |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    studies, pilots = max(replicates, 200), max(replicates // 5, 10)
+    lines = ["| model | half-width | design | all 130 scores: n, printed assurance, met | "
+             "pilots of 20, Dirichlet posterior (28 Nov, before): mean n, mean printed, mean "
+             "met (MC se), gap, pilots met >= 0.5 | pilots of 20, N responses, spread "
+             "corrected (now): the same |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    studies, pilots = max(replicates, 200), max(replicates, 10)
     for model, g in pairs.groupby("model"):
         if model not in (MODELS or BUNDLED_MODELS):
             continue
@@ -269,37 +261,19 @@ def plans_part(replicates: int, rng: np.random.Generator) -> str:
         # (ppi_designs.uniform_estimates, tested equal to classical_mean / ppipp_mean)
         real = _Studies(y, f, f, studies, int(rng.integers(1 << 31)))
         for half_width in (0.75, 1.0):
-            before = old_plan(y, f, f, half_width)
             full = _Studies(y, f, f, REPLICATES, 0)
             picks = [rng.choice(y.size, PILOT, replace=False) for _ in range(pilots)]
-            for k, design in enumerate(("human-only", "ppi++")):
+            for design in ("human-only", "ppi++"):
                 n, printed, _ = _smallest(full, design, half_width, 0.95, 0.8)
-                cells = []
-                for planner, used in ((_PilotAsPopulation, picks[:max(pilots // 4, 5)]),
-                                      (_Studies, picks)):
-                    rows = []
-                    for j, pick in enumerate(used):
-                        sim = planner(y[pick], f[pick], f, REPLICATES, j)
-                        pn, pa, _ = _smallest(sim, design, half_width, 0.95, 0.8)
-                        rows.append((pn, pa, np.nan if np.isnan(pn) else
-                                     real.assurance(int(pn), design, half_width, 0.95)))
-                    p = np.array(rows, float)
-                    ok = ~np.isnan(p[:, 0])
-                    se = p[ok, 2].std(ddof=1) / np.sqrt(ok.sum())
-                    cells.append(f"{p[ok, 0].mean():.0f}, {p[ok, 1].mean():.3f}, "
-                                 f"{p[ok, 2].mean():.3f} ({se:.3f}), "
-                                 f"{p[ok, 1].mean() - p[ok, 2].mean():+.3f}")
-                cells[-1] += (f", {np.mean(p[ok, 2] >= 0.5):.0%} ({ok.sum()} of {pilots} "
-                              "planned)")
+                cells = [_pilot_cell(planner, y, f, picks, design, half_width, real)
+                         for planner in (_DirichletPosterior, _Studies)]
                 lines.append(
-                    f"| {model} | {half_width} | {design} | {before[k]:.0f}, "
-                    f"{met(y, f, before[k], design, half_width, rng, studies):.3f} | "
-                    f"{n:.0f}, {printed:.3f}, {met(y, f, n, design, half_width, rng, studies):.3f}"
-                    f" | {cells[0]} | {cells[1]} |")
+                    f"| {model} | {half_width} | {design} | {n:.0f}, {printed:.3f}, "
+                    f"{real.assurance(int(n), design, half_width, 0.95):.3f} | {cells[0]} | "
+                    f"{cells[1]} |")
                 print(lines[-1], flush=True)
     return "\n".join(lines) + (f"\n\n{studies} real studies per plan; {pilots} pilots of "
-                               f"{PILOT} a cell, the first {max(pilots // 4, 5)} of them also "
-                               "planned as before")
+                               f"{PILOT} a cell, each planned by both planners")
 
 
 PARTS = {"betting": betting_part, "aggregate": aggregate_part, "plans": plans_part}

@@ -16,19 +16,26 @@ Where humans scored every judged response, a simulated study labels ``n`` of the
 without replacement, exactly as a real one would. Where they scored a pilot of ``m < N``, the
 pilot is not the population: its spread is itself a draw, and a pilot of 20 that happens to
 hold none of a model's rare low scores plans from a spread several times too small. Each
-simulated study therefore first draws a population the pilot could have come from, then the
-study from it (the assurance is *predictive*, averaged over what the population may be, as
-O'Hagan & Stevens' assurance averages the power over the prior): the population puts
-Dirichlet weights on the ``m`` observed pairs (weight 1 each, the Bayesian bootstrap) and on
-one pair drawn uniformly from the scale (weight 1; the posterior of a Dirichlet process with
-a uniform base measure), so a study may meet scores the pilot never showed; its ``n``
-labelled pairs are drawn from that population and the judge scores of the other ``N - n``
-without replacement from all ``N``. On pilots of 20 of the bundled models' scores, taking the
-pilot for the population printed 0.16 more than its plans met (pooled over 12 cells); the
-predictive assurance prints 0.04 more, within 0.05 in 8 of 12 cells and at most 0.19 more
-(human-only plans on scores spread over the whole scale), every cell's plans met in at least
-63% of studies on average (``bench/bench_estimators.py --part plans``). Plans resting on fewer
-than 30 scores are noted.
+simulated study therefore first draws the ``N - m`` human scores the pilot did not see, then
+labels ``n`` of the ``N`` responses without replacement, as a real study would (the
+assurance is *predictive*, averaged over what the population may be, as O'Hagan & Stevens'
+assurance averages the power over the prior). The unseen pairs come from a population of the
+Dirichlet-process posterior: Dirichlet weights on the ``m`` observed pairs (weight 1 each, the
+Bayesian bootstrap) and on one pair drawn uniformly from the scale (weight 1; the posterior
+of a Dirichlet process with a uniform base measure), so a study may meet scores the pilot
+never showed; the judge scores of the ``N - n`` unlabelled responses are drawn without
+replacement from all ``N``.
+
+Two corrections since 28 Nov, both to what the pilot's planner assumed against what a study
+does (``bench/bench_estimators.py --part plans``, ``bench/results/plans-2026-11-28b.md``): a
+Dirichlet-weighted population's variance averages only ``(m - 1) / (m + 1)`` of the pilot's
+sample variance (Rubin 1981), so each population's human scores are spread about its mean by
+``1 / sqrt(1 - sum w^2)``, the weighted form of Bessel's correction; and a study labelled
+``n`` pairs drawn *with* replacement from an endless population, where a real one labels
+``n`` of the ``N`` responses. Without them the human-only plans of pilots whose scores spread
+over the whole scale (where the uniform pair adds no spread to make up for it) printed
+0.07-0.19 more than they met (LongAlpaca-7B and Vicuna-13B-v1.5; 300 pilots at half-width
+1.0: +0.10 each). Plans resting on fewer than 30 scores are noted.
 
 The normal-quantile, CLT-variance planner before that was met in 23-40% of studies on the
 bundled models; from all their scores these plans are met in 80-86%, the printed assurance
@@ -43,7 +50,9 @@ study of the planned size meets its goal). O'Hagan, A., & Stevens, J. W. (2001).
 assessment of sample size for clinical trials of cost-effectiveness. Medical Decision Making
 21(3), 219-230. Rubin, D. B. (1981). The Bayesian bootstrap. Annals of Statistics 9(1),
 130-134. Ferguson, T. S. (1973). A Bayesian analysis of some nonparametric problems. Annals
-of Statistics 1(2), 209-230 (the Dirichlet process posterior). Kupper, L. L., & Hafner,
+of Statistics 1(2), 209-230 (the Dirichlet process posterior). Lo, A. Y. (1988). A Bayesian
+bootstrap for a finite population. Annals of Statistics 16(4), 1684-1695 (the unseen units
+drawn, the sample taken from the N). Kupper, L. L., & Hafner,
 K. B. (1989). How appropriate are popular sample size formulas? The American Statistician
 43(2), 101-105 (the width of a t interval is random; plan for the probability of a width).
 """
@@ -84,7 +93,7 @@ class _Studies:
         if self.full:
             order = rng.random((replicates, self.size)).argsort(axis=1)
             self.y, self.f = y[order], yhat[order]
-        else:  # a population the pilot may come from, its pairs, then judge-only scores
+        else:  # N responses the pilot may come from, n of them labelled, then judge-only
             self.y, self.f = _predictive_pairs(y, yhat, judge, replicates, rng)
             self.rest = judge[rng.random((replicates, self.size)).argsort(axis=1)]
 
@@ -108,26 +117,41 @@ class _Studies:
 
 def _predictive_pairs(y: np.ndarray, yhat: np.ndarray, judge: np.ndarray, replicates: int,
                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``judge.size`` (human, judge) pairs for each of ``replicates`` studies, each from its
-    own population drawn from the Dirichlet-process posterior given the pilot (see the
-    module): Gamma(1) weights on the ``m`` pilot pairs and on one pair of the base measure, a
-    human and a judge score each uniform on the scale (a prior that knows nothing of the
-    judge: with a judge that tracks the humans closely, plans on 20 scores are cautious, as
-    the benchmark shows for PPI++)."""
+    """The (human, judge) pairs of ``judge.size`` responses in a random order, for each of
+    ``replicates`` studies (a study labels the first ``n``): the ``m`` pilot pairs and
+    ``judge.size - m`` pairs drawn from a population of the Dirichlet-process posterior given
+    the pilot (see the module): Gamma(1) weights on the pilot pairs and on one pair of the
+    base measure, a human and a judge score each uniform on the scale (a prior that knows
+    nothing of the judge: with a judge that tracks the humans closely, plans on 20 scores are
+    cautious, as the benchmark shows for PPI++). Each population's human scores are spread
+    about its mean by ``1 / sqrt(1 - sum w^2)``, the weighted form of Bessel's correction: a
+    Dirichlet-weighted population's variance averages ``(m - 1) / (m + 1)`` of the pilot's
+    sample variance (Rubin 1981), which planned too few scores wherever the uniform pair adds
+    no spread (a pilot spread over the whole scale)."""
     m, size = y.size, judge.size
     weights = rng.gamma(1.0, 1.0, (replicates, m + 1))
-    cdf = np.cumsum(weights, 1) / weights.sum(1, keepdims=True)
+    weights /= weights.sum(1, keepdims=True)
+    cdf = np.cumsum(weights, 1)
     cdf[:, -1] = 1.0
     # one binary search for every row: row r's cdf lies in (r, r + 1]
     offset = np.arange(replicates)[:, None]
-    where = np.searchsorted((cdf + offset).ravel(), rng.random((replicates, size)) + offset,
+    where = np.searchsorted((cdf + offset).ravel(), rng.random((replicates, size - m)) + offset,
                             side="right") - offset * (m + 1)
     base_human, base_judge = rng.integers(int(SCORE_MIN), int(SCORE_MAX) + 1,
                                           (2, replicates, 1)).astype(float)
     where = np.minimum(where, m)
     human = np.concatenate([np.broadcast_to(y, (replicates, m)), base_human], 1)
     judged = np.concatenate([np.broadcast_to(yhat, (replicates, m)), base_judge], 1)
-    return np.take_along_axis(human, where, 1), np.take_along_axis(judged, where, 1)
+    centre = (weights * human).sum(1, keepdims=True)
+    human = centre + (human - centre) / np.sqrt(1 - (weights * weights).sum(1, keepdims=True))
+    # the N responses: the pilot's and the unseen ones, in a random order (n of N labelled
+    # without replacement, as a real study labels them)
+    order = rng.random((replicates, size)).argsort(axis=1)
+    pairs_y = np.concatenate([np.broadcast_to(y, (replicates, m)),
+                              np.take_along_axis(human, where, 1)], 1)
+    pairs_f = np.concatenate([np.broadcast_to(yhat, (replicates, m)),
+                              np.take_along_axis(judged, where, 1)], 1)
+    return np.take_along_axis(pairs_y, order, 1), np.take_along_axis(pairs_f, order, 1)
 
 
 def _smallest(studies: _Studies, design: str, half_width: float, confidence: float,

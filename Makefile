@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test quick setup setup-dev bytecode browser tools label-studio lint clean
+.PHONY: run test quick setup setup-dev bytecode browser tools label-studio lint clean screenshots
 
 $(VENV)/.runtime: requirements.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=python3)"; exit 1; }
@@ -100,6 +100,12 @@ test: setup-dev browser tools label-studio
 # PostgreSQL (no Chromium needed).
 quick: setup-dev tools
 	$(PYTEST) -m "$(QUICK)"
+
+# The guides' screenshots (docs/screenshots/), taken at 1366x768 in Chromium by the test that
+# checks every researcher page opens on its data there.
+screenshots: setup-dev browser
+	ELITR_DOCS_SCREENSHOTS=1 $(PY) -m pytest -q -p no:cacheprovider \
+		tests/browser/test_researcher_1366_browser.py
 
 lint: setup-dev
 	$(PY) -m ruff check .

@@ -11,9 +11,11 @@ from ui.auth_ui import (
     log_out_control,
     resolve_role,
 )
-from ui.navigation import ANNOTATOR_PAGES, LOGIN_PAGES, RESEARCHER_PAGES
+from ui.layout import frame, tab_title
+from ui.navigation import ANNOTATOR_PAGES, LOGIN_PAGES, RESEARCHER_PAGES, section_of
 
-st.set_page_config(page_title="ELITR-Bench dashboard", page_icon=":bar_chart:", layout="wide")
+# the tab's title is set per page by ui.layout.frame, once st.navigation has chosen the page
+st.set_page_config(page_icon=":bar_chart:", layout="wide")
 
 ROOT = Path(__file__).resolve().parent
 
@@ -42,12 +44,18 @@ def _login_pages() -> dict[str, list[st.Page]]:
 
 # The role is decided on the server (session state); a refused link stops here with the reason.
 role = resolve_role()
-if role == RESEARCHER and auth_configured():
-    log_out_control()
 if role is None:
     page = st.navigation(_login_pages(), position="hidden")
     st.session_state[NEXT_PAGE_KEY] = "" if page.title == "Log in" else page.url_path
+    frame("Log in")  # also under a researcher page's address: the login is what shows
 else:
     spec = RESEARCHER_PAGES if role == RESEARCHER else ANNOTATOR_PAGES
-    page = st.navigation(_pages(spec), position="top" if role == RESEARCHER else "hidden")
+    menus = _pages(spec)
+    page = st.navigation(menus, position="top" if role == RESEARCHER else "hidden")
+    if role == RESEARCHER:
+        frame(page.title, section_of(spec, page.title), list(menus))
+    else:  # the annotation page keeps its own look: its tab's title only
+        st.set_page_config(page_title=tab_title(page.title))
+if role == RESEARCHER and auth_configured():
+    log_out_control()  # the user menu at the top bar's right
 page.run()

@@ -57,7 +57,8 @@ st.title("Agreement")
 flt = sidebar_filters()
 st.caption(f"Evaluators compared on the responses both scored · {describe(flt)}")
 
-with st.expander("N-gram metrics as evaluators"):
+# an action on the data, not a view of it: beside the filters, so the tabs open the page
+with st.sidebar.expander("N-gram metrics as evaluators"):
     st.caption("ROUGE-L and token F1 against the reference answer, stored as evaluators "
                "`rouge-l` and `token-f1` (1 + 9 x value) for the responses these filters keep; "
                "already computed scores are reused. L-Eval found they agree poorly with humans: "

@@ -9,8 +9,9 @@ from elitr_core.export import pairwise, pairwise_figures
 from elitr_core.stats.pairwise import defined_criteria
 from ui.analysis.battles import RATINGS, TITLE, battle_models, choices, table
 from ui.auth_ui import RESEARCHER, require_role
-from ui.data import cached_figure, database_url, engine
-from ui.downloads import download_figure, download_table
+from ui.data import database_url, engine
+from ui.downloads import download_table
+from ui.figures import show_figure
 from ui.filters import cli_arguments, describe, sidebar_filters
 from ui.messages import shown
 from ui.state import kept
@@ -38,16 +39,19 @@ require_role(RESEARCHER)  # checked on the server by every page, not only app.py
 st.title(TITLE)
 flt = replace(sidebar_filters(), evaluators=None)  # the judge is chosen below
 url = database_url()
-st.caption(f"Pairwise judgments (`judge --style cream|battle`) · {describe(flt)}")
+context = f"Pairwise judgments (`judge --style cream|battle`) · {describe(flt)}"
 
 with shown(stop=True):
     judgments = table(url, "pairwise-judgments", flt)
+# one row of controls above the win matrix
+pick, pick_criterion, right = st.columns([1, 1, 2], vertical_alignment="bottom")
 judges = sorted(judgments["evaluator"].unique())
-judge = st.selectbox("Pairwise judge", judges, **kept(JUDGE_KEY, judges[0], judges))
+judge = pick.selectbox("Pairwise judge", judges, **kept(JUDGE_KEY, judges[0], judges))
 mine = judgments[judgments["evaluator"] == judge]
 criteria = defined_criteria(mine)
-criterion = st.radio("Criterion", criteria, horizontal=True, format_func=plain,
-                     **kept(CRITERION_KEY, criteria[0], criteria))
+criterion = pick_criterion.radio("Criterion", criteria, horizontal=True, format_func=plain,
+                                 **kept(CRITERION_KEY, criteria[0], criteria))
+right.caption(context)
 args = cli_arguments(flt)
 
 st.subheader("Win matrix")
@@ -55,10 +59,8 @@ pairs = None
 with shown():
     pairs = table(url, "pairwise", flt, criterion)
     matrix = pairwise.win_matrix(pairs, judge, criterion)
-    fig = cached_figure(pairwise_figures.win_matrix_heatmap, matrix,
-                        f"Win share, {criterion} ({judge})")
-    st.plotly_chart(fig, width="stretch")
-    download_figure(fig, f"win-matrix-{judge}-{criterion}")
+    show_figure(pairwise_figures.win_matrix_heatmap, matrix, f"Win share, {criterion} ({judge})",
+                name=f"win-matrix-{judge}-{criterion}")
     st.caption("Same bytes as " + code_span(f"python -m elitr_core export pairwise --criterion "
                                        f"{criterion} {args}")
                + ": wins of model_a, CREAM means with 95% cluster-bootstrap CIs, share "
@@ -84,10 +86,8 @@ for name, value, label in RATINGS:
     with shown():
         ratings = table(url, name, flt, criterion)
         rows = ratings[ratings["evaluator"] == judge]
-        fig = cached_figure(pairwise_figures.rating_plot, rows, value,
-                            f"{label}, {criterion} ({judge})")
-        st.plotly_chart(fig, width="stretch")
-        download_figure(fig, f"{name}-{judge}-{criterion}")
+        show_figure(pairwise_figures.rating_plot, rows, value, f"{label}, {criterion} ({judge})",
+                    name=f"{name}-{judge}-{criterion}")
         cli = "elo --source pairwise" if name == "elo" else name
         st.caption(code_span(f"python -m elitr_core export {cli} --criterion {criterion} {args}"))
         show_table(ratings, key=f"battles.{name}-table")
@@ -99,10 +99,9 @@ models = battle_models(mine)
 baseline = st.selectbox("Baseline", models, **kept(BASELINE_KEY, models[0], models))
 with shown():
     rates = table(url, "winrate", flt, criterion, baseline)
-    fig = cached_figure(pairwise_figures.win_rate_bars, rates[rates["evaluator"] == judge],
-                        f"Win rate against {baseline} ({judge}, {criterion})")
-    st.plotly_chart(fig, width="stretch")
-    download_figure(fig, f"winrate-{judge}-{criterion}")
+    show_figure(pairwise_figures.win_rate_bars, rates[rates["evaluator"] == judge],
+                f"Win rate against {baseline} ({judge}, {criterion})",
+                name=f"winrate-{judge}-{criterion}")
     st.caption(code_span(f"python -m elitr_core export winrate --baseline '{baseline}' "
                     f"--criterion {criterion} {args}"))
     show_table(rates, key="battles.winrate-table")

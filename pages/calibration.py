@@ -23,14 +23,15 @@ require_role(RESEARCHER)  # checked on the server by every page, not only app.py
 
 st.title(TITLE)
 flt = sidebar_filters()
-st.caption(f"Score-bin calibration · {describe(flt)}")
 
 evaluators = views.evaluators_in(scores_frame(flt))
 if not evaluators:
     st.info(f"No scores under {narrowing(flt)}: change {narrowing(flt)} in the sidebar.")
     st.stop()
 # kept across pages; never carried over when it has no scores under the filters
-reference = st.selectbox(
+pick, context = st.columns([1, 3], vertical_alignment="bottom")
+context.caption(f"Score-bin calibration · {describe(flt)}")
+reference = pick.selectbox(
     "Reference evaluator (defines the bins)", evaluators,
     placeholder="choose the reference evaluator",
     **kept(REFERENCE_KEY, DEFAULT_HUMAN if DEFAULT_HUMAN in evaluators else None, evaluators))
@@ -42,13 +43,13 @@ if reference is None:
 with shown(stop=True):
     table = export_table("calibration", flt, reference=reference)
 
+show_figure(figures.calibration_plot, table, name=f"calibration-{reference}")
 st.caption(f"Each response scored by {plain(reference)} and another evaluator falls in the bin "
            f"of its {plain(reference)} score (rounded, halves up); per bin the evaluator's mean "
            "and 95% t interval, and its number of responses n (under the bin; beside each point "
            "when they differ between evaluators). A bin with "
            f"fewer than {plain(MIN_BIN_FOR_INTERVAL)} responses shows its mean only (open "
            "marker, no interval in the table: the download keeps it).")
-show_figure(figures.calibration_plot, table, name=f"calibration-{reference}")
 
 st.subheader("Table")
 st.caption("Same bytes as " + code_span(f"python -m elitr_core export calibration --reference "

@@ -39,11 +39,12 @@ models = sorted(scores_frame(flt)["model"].dropna().unique().tolist())
 if not models:
     st.info("No scores match these filters: widen them in the sidebar.")
     st.stop()
-model = st.selectbox("Model", models,
-                     **kept(MODEL_KEY, DEFAULT_MODEL if DEFAULT_MODEL in models else models[0],
-                            models))
+pick, context = st.columns([1, 3], vertical_alignment="bottom")
+model = pick.selectbox("Model", models,
+                       **kept(MODEL_KEY, DEFAULT_MODEL if DEFAULT_MODEL in models else models[0],
+                              models))
 model_flt = replace(flt, models=(model,))
-st.caption(f"{describe(model_flt)}; pooled over what the filters keep")
+context.caption(f"{describe(model_flt)}; pooled over what the filters keep")
 
 def filtered_questions() -> tuple[pd.DataFrame, list[str]]:
     """The model's responses narrowed by the question filters (drawn here, kept between the
@@ -78,8 +79,6 @@ def filtered_questions() -> tuple[pd.DataFrame, list[str]]:
 tab_label, tab = open_tab([BREAKDOWN, LOST_IN_MIDDLE, QUESTIONS, DISAGREEMENTS], key=SECTION_KEY)
 with tab:
     if tab_label == BREAKDOWN:
-        st.caption("Mean score by question type and answer position. "
-                   + plain(ANSWER_POSITIONS_NOTE))
         with shown():
             breakdown = export_table("breakdown", model_flt)
             facet = st.radio("Facet", ["question_type", "answer_position"], horizontal=True,
@@ -89,13 +88,15 @@ with tab:
                         name=f"breakdown-{model}-{facet}")
             show_table(breakdown, key="drilldown.breakdown-table")
             download_table(breakdown, f"breakdown-{model}", table="breakdown")
+        st.caption("Mean score by question type and answer position. "
+                   + plain(ANSWER_POSITIONS_NOTE))
     elif tab_label == LOST_IN_MIDDLE:
-        st.caption("One-tailed Welch t-test, H1: middle-position questions score lower than "
-                   f"the others; p < .05 marks the effect. {plain(ANSWER_POSITIONS_NOTE)}")
         with shown():
             lim = export_table("lost-in-middle", model_flt)
             show_table(lim.assign(effect=lim["p"] < 0.05), key="drilldown.lim-table")
             download_table(lim, f"lost-in-middle-{model}", table="lost-in-middle")
+        st.caption("One-tailed Welch t-test, H1: middle-position questions score lower than "
+                   f"the others; p < .05 marks the effect. {plain(ANSWER_POSITIONS_NOTE)}")
     elif tab_label == QUESTIONS:
         shown_rows, score_columns = filtered_questions()
         st.caption("Select a row to read it in full below.")

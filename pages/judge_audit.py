@@ -24,7 +24,7 @@ from ui.downloads import download_table
 from ui.figures import show_figure
 from ui.filters import describe, export_command, sidebar_filters
 from ui.messages import shown
-from ui.state import kept, open_tab
+from ui.state import KEPT_SUFFIX, kept, open_tab
 from ui.tables import show_table
 from ui.text import code_span, plain
 
@@ -39,27 +39,35 @@ require_role(RESEARCHER)  # checked on the server by every page, not only app.py
 
 st.title("Judge audit")
 flt = sidebar_filters()
-st.caption(f"Judge against human, model by model · {describe(flt)}")
 
 evaluators = views.evaluators_in(scores_frame(flt))
 if len(evaluators) < 2:
     st.info("The judge audit needs a judge and a human evaluator: widen the filters.")
     st.stop()
-left, right = st.columns(2)
-judge = left.selectbox("Judge (scores every response)", evaluators,
-                       **kept(JUDGE_KEY, DEFAULT_JUDGE if DEFAULT_JUDGE in evaluators
-                              else evaluators[0], evaluators))
+# one row of controls; the planner's and the designs' own numbers sit in their tabs
+pick_judge, pick_human, context = st.columns([1, 1, 2], vertical_alignment="bottom")
+judge = pick_judge.selectbox("Judge (scores every response)", evaluators,
+                             **kept(JUDGE_KEY, DEFAULT_JUDGE if DEFAULT_JUDGE in evaluators
+                                    else evaluators[0], evaluators))
 humans = [e for e in evaluators if e != judge]
-human = right.selectbox("Human (scores a subset)", humans,
-                        **kept(HUMAN_KEY, DEFAULT_HUMAN if DEFAULT_HUMAN in humans else humans[0],
-                               humans))
-half_width = left.number_input("Budget planner: target half-width of the 95% interval",
-                               0.05, 5.0, step=0.05, **kept(HALF_WIDTH_KEY, DEFAULT_HALF_WIDTH))
-budget = right.number_input("Sampling designs: human scores per simulated study", 2, 10000,
-                            step=10, **kept(BUDGET_KEY, DEFAULT_BUDGET))
-options = AuditOptions(judge=judge, human=human, half_width=float(half_width),
-                       budget=int(budget))
+human = pick_human.selectbox("Human (scores a subset)", humans,
+                             **kept(HUMAN_KEY, DEFAULT_HUMAN if DEFAULT_HUMAN in humans
+                                    else humans[0], humans))
+context.caption(f"Judge against human, model by model · {describe(flt)}")
 identity = f"--judge {judge} --human {human}"  # every table's command names both
+
+
+def options(half_width: float | None = None, budget: int | None = None) -> AuditOptions:
+    """The audit's options: the planner's half-width and the designs' budget as last set in
+    their tabs (drawn only there), unless given."""
+    return AuditOptions(
+        judge=judge, human=human,
+        half_width=float(half_width if half_width is not None else
+                         st.session_state.get(HALF_WIDTH_KEY + KEPT_SUFFIX, DEFAULT_HALF_WIDTH)),
+        budget=int(budget if budget is not None else
+                   st.session_state.get(BUDGET_KEY + KEPT_SUFFIX, DEFAULT_BUDGET)))
+
+
 BUILDERS = {table: build for tables in SECTIONS.values() for table, build in tables}
 #: the columns shown first of the widest tables, so that they fit a 1366 px screen (the
 #: others, PPI's mean, lambda and the notes among them, behind the table's column picker)
@@ -71,24 +79,25 @@ KEYS = {"ppi": ("split", "setting", "mode", "model", "n_labelled", "judge_mean",
                        "note")}
 
 
-def section(table: str, explanation: str, extra: str = "", title: str = ""):
-    """Caption with the CLI command, the figure (its builder in ``SECTIONS``), the table and
-    its downloads; returns the table (None when it cannot be computed: a message says why)."""
+def section(table: str, explanation: str, extra: str = "", title: str = "",
+            audit: AuditOptions | None = None):
+    """The figure (its builder in ``SECTIONS``), the table and its downloads, then the
+    explanation with the CLI command under them; returns the table (None when it cannot be
+    computed: a message says why)."""
     if title:
         st.subheader(title)
-    st.caption(explanation + " Same bytes as "
-               + code_span(export_command(table, identity, extra, flt=flt)))
     frame = None
     with shown():
-        frame = export_table(table, flt, audit=options)
-    if frame is None:
-        return None
-    if (build := BUILDERS.get(table)) is not None:  # ppi-active: a table only
-        figure(build, frame, f"{table}-{judge}-{human}")
-    # rows with human scores first (the download keeps the export's order)
-    show_table(views.labelled_first(frame), key=f"audit.{table}-table",
-               keys=KEYS.get(table, ()))
-    download_table(frame, table, table=table)
+        frame = export_table(table, flt, audit=audit or options())
+    if frame is not None:
+        if (build := BUILDERS.get(table)) is not None:  # ppi-active: a table only
+            figure(build, frame, f"{table}-{judge}-{human}")
+        # rows with human scores first (the download keeps the export's order)
+        show_table(views.labelled_first(frame), key=f"audit.{table}-table",
+                   keys=KEYS.get(table, ()))
+        download_table(frame, table, table=table)
+    st.caption(explanation + " Same bytes as "
+               + code_span(export_command(table, identity, extra, flt=flt)))
     return frame
 
 
@@ -125,17 +134,24 @@ with tab:
             if active is not None and (warning := small_sample_warning(active["n_labelled"])):
                 st.warning(plain(warning))
     elif tab_label == BUDGET:
+        half_width = st.columns([1, 3])[0].number_input(
+            "Target half-width of the 95% interval", 0.05, 5.0, step=0.05,
+            **kept(HALF_WIDTH_KEY, DEFAULT_HALF_WIDTH))
         section("ppi-budget",
                 "Human scores each model needs for the target half-width: human-only versus "
                 "PPI++ (the other judged responses stay unlabelled), from the variances "
-                "observed so far.", f" --half-width {half_width:g}")
+                "observed so far.", f" --half-width {half_width:g}",
+                audit=options(half_width=half_width))
     elif tab_label == DESIGNS:
+        budget = st.columns([1, 3])[0].number_input(
+            "Human scores per simulated study", 2, 10000, step=10,
+            **kept(BUDGET_KEY, DEFAULT_BUDGET))
         section("ppi-designs",
                 "On the responses the human scored in full, 1,000 smaller studies of the "
                 "budget: error against the full human mean, interval width and coverage of "
                 "human-only, PPI, PPI++ (uniform sample) and active sampling (inverse-"
                 "probability-weighted PPI, judge scores mid-scale drawn more often).",
-                f" --budget {int(budget)}")
+                f" --budget {int(budget)}", audit=options(budget=int(budget)))
     elif tab_label == RECALIBRATION:
         if section("recalibration",
                    "Monotone (isotonic) maps from the judge's scores to the human scale, "

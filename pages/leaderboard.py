@@ -57,35 +57,35 @@ with shown(stop=True):
     board = export_table("leaderboard", flt)
 
 evaluators = views.evaluators_in(board)
-evaluator = st.selectbox("Evaluator", evaluators,
-                         **kept(EVALUATOR_KEY, default_evaluator(evaluators), evaluators))
-st.caption(f"Mean 1-10 score per model, scored by {plain(evaluator)} · {describe(flt)}. "
-           + plain(LEADERBOARD_MEAN_NOTE))
+# one row of controls above the table; what the table means and its command come under it
+pick, rank, context = st.columns([1, 1, 2], vertical_alignment="bottom")
+evaluator = pick.selectbox("Evaluator", evaluators,
+                           **kept(EVALUATOR_KEY, default_evaluator(evaluators), evaluators))
 mean, std = main_table(flt, evaluator)
 several_seeds = bool(std.notna().to_numpy().any())
-
-st.subheader(md("Main table ({})", evaluator))
-rank_by = st.selectbox("Rank by", list(mean.columns),
-                       **kept(RANK_KEY, "QA-st mean" if "QA-st mean" in mean.columns
-                              else mean.columns[0], list(mean.columns)))
+rank_by = rank.selectbox("Rank by", list(mean.columns),
+                         **kept(RANK_KEY, "QA-st mean" if "QA-st mean" in mean.columns
+                                else mean.columns[0], list(mean.columns)))
+context.caption(md("**Main table ({})**: mean 1-10 score per model, scored by {}", evaluator,
+                   evaluator) + f" · {describe(flt)}")
 ranked = views.ranked(mean, rank_by)
 # the download is the export's table: the means in the rank order shown
 exported = views.main_table(board, evaluator, rank_by)
 command = export_command("main-table", f"--evaluator {evaluator}", f"--rank-by '{rank_by}'",
                          flt=replace(flt, evaluators=None))
 if several_seeds:
-    st.caption("mean ± sample standard deviation over seeds; click a column title to sort. "
-               "Downloads (the means): same bytes as " + code_span(command))
     main = views.mean_std_labels(mean, std)
     show_table(main.loc[ranked.index].assign(rank=ranked["rank"])[
         ["rank", *views.means_first(main)]], key="leaderboard.main-table", index=True,
         keys=main_keys(main))
 else:
-    st.caption("Click a column title to sort. Same bytes as " + code_span(command))
     show_table(ranked[["rank", *views.means_first(mean)]], key="leaderboard.main-table",
                index=True, keys=main_keys(mean))
 download_table(exported, f"leaderboard-main-{evaluator}", table="main-table",
                key="download.main")
+st.caption(("Mean ± sample standard deviation over seeds (the downloads hold the means). "
+            if several_seeds else "") + "Click a column title to sort. "
+           + plain(LEADERBOARD_MEAN_NOTE) + " Same bytes as " + code_span(command))
 # a model none of whose scores of this evaluator counts (lapsed, excluded, unparsed) has a
 # row with n 0 and its note (export.unusable): say why its cells are empty
 lost = board[(board["evaluator"] == evaluator) & (board["note"] != "")]

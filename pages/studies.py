@@ -230,7 +230,7 @@ with status_tab:
     if not names:
         st.info("No study yet: create one in the next tab.")
         st.stop()
-    study = st.selectbox("Study", names, key=SELECTED_KEY)
+    study = st.columns([1, 3])[0].selectbox("Study", names, key=SELECTED_KEY)
     report = agreement = None
     with reading(engine) as session:
         with guarded() as read:
@@ -243,17 +243,18 @@ with status_tab:
         agreement = _agreement(database_url(), study, _version(status))
     study_controls(study, status.summary)
     stop_notice(study)
+    st.subheader("Progress per annotator")
+    show_table(status.progress, key="studies.progress-table", keys=PROGRESS_KEYS)
+    # the study's settings under its progress: the table is what a researcher comes to read
     st.caption("Scores go to evaluator " + code_span(status.summary["evaluator"])
                + md("; order seed {}; {} annotator(s) per item.", status.summary["order_seed"],
                     status.summary["per_item"]))
     st.caption(md("Lease (minutes without an answer before a task goes to the next "
                   "participant): {}. Join limit: {}. Lapsed participants: {} (status lapsed "
-                  "below; their answers are kept, marked lapsed).",
+                  "above; their answers are kept, marked lapsed).",
                   status.summary["lease_minutes"], status.summary["join_limit"],
                   status.summary["lapsed"]))
     st.caption(plain(attention_note(status.summary, status.progress)))
-    st.subheader("Progress per annotator")
-    show_table(status.progress, key="studies.progress-table", keys=PROGRESS_KEYS)
     st.subheader("Units short of annotators")
     show_table(status.short, key="studies.short-table")
     st.subheader("Quality control")

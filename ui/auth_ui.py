@@ -16,7 +16,7 @@ from ui.data import get_engine_or_stop
 from ui.messages import ended
 from ui.state import ENTRY_KEY as ENTRY_KEY  # re-exported: the pages import it from here
 from ui.state import ROLE_KEY
-from ui.text import plain
+from ui.text import md, plain
 
 RESEARCHER = "researcher"
 ANNOTATOR = "annotator"
@@ -119,22 +119,33 @@ border: 1px solid rgba(49, 51, 63, 0.2); background: white; cursor: pointer;}}</
 
 
 def log_out_control() -> None:
-    """The sidebar's Log out: a form POSTing the session's logout token to ``/session/end``
-    (which revokes the session and deletes the cookie) when the login came from the cookie;
-    otherwise (``streamlit run app.py``, OIDC) a button that ends this tab's login."""
+    """The researcher's menu at the top bar's right (``ui.layout.user_menu``), holding who is
+    signed in and Log out: a form POSTing the session's logout token to ``/session/end`` (which
+    revokes the session and deletes the cookie) when the login came from the cookie; otherwise
+    (``streamlit run app.py``, OIDC) a button that ends this tab's login. It was a sidebar of
+    its own, 300 px wide on the pages that have no filters."""
     from html import escape
 
     from elitr_core.annotation.sessions import logout_token
     from elitr_core.data.database import reading
+    from ui.layout import user_menu
 
     value = _session_cookie()
+    token = None
     if session_routes() and value and st.session_state.get(VIA_COOKIE_KEY):
         with reading(get_engine_or_stop()) as session:
             token = logout_token(session, value)
-        st.sidebar.html(LOGOUT_FORM.format(token=escape(token)))
-    else:
-        st.sidebar.button("Log out", on_click=log_out, icon=":material/logout:",
-                          key="auth.logout")
+    email = str(st.user.get("email", "")) if oidc_configured() and st.user.is_logged_in else ""
+
+    def draw() -> None:
+        st.caption(md("Signed in as {}", email) if email else
+                   "Signed in with the researcher password")
+        if token is not None:
+            st.html(LOGOUT_FORM.format(token=escape(token)))
+        else:
+            st.button("Log out", on_click=log_out, icon=":material/logout:", key="auth.logout")
+
+    user_menu("Researcher", draw)
 
 
 def public_base_url() -> str:

@@ -1,5 +1,5 @@
 """A figure on a page: built once per builder and arguments (``ui.data.cached_figure``),
-drawn with its downloads."""
+drawn in the one chart theme with a trimmed toolbar, and offered with its downloads."""
 
 from __future__ import annotations
 
@@ -15,6 +15,25 @@ from ui.messages import shown
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+#: Plotly's toolbar without its logo and the buttons a researcher has no use for here: the
+#: camera (the PNG and SVG downloads below each figure are the figure as exported), box and
+#: lasso selection, zoom steps, autoscale and the hover and spike toggles. Zoom, pan and reset
+#: stay; it shows on hover only.
+CHART_CONFIG: dict[str, Any] = {
+    "displaylogo": False,
+    "displayModeBar": "hover",
+    "modeBarButtonsToRemove": ["toImage", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d",
+                               "autoScale2d", "toggleSpikelines", "hoverClosestCartesian",
+                               "hoverCompareCartesian"],
+}
+
+
+def plot(fig: go.Figure) -> None:
+    """Draw ``fig`` as it was built (``theme=None``: its own template,
+    ``elitr_core.export.theme``, not Streamlit's, so the page shows what the PNG and SVG
+    downloads hold) with :data:`CHART_CONFIG`'s toolbar."""
+    st.plotly_chart(fig, width="stretch", theme=None, config=CHART_CONFIG)
+
 
 def show_figure(build: Callable[..., go.Figure], *args: Any, name: str,
                 **kwargs: Any) -> go.Figure | None:
@@ -22,7 +41,7 @@ def show_figure(build: Callable[..., go.Figure], *args: Any, name: str,
     the builder and the argument values. A builder's user error is shown as a message."""
     with shown():
         fig = cached_figure(build, *args, **kwargs)
-        st.plotly_chart(fig, width="stretch")
+        plot(fig)
         download_figure(fig, name)
         return fig
     return None

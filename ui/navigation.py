@@ -35,3 +35,10 @@ LOGIN_PAGES: dict[str, list[tuple[str, str, str]]] = {
 def researcher_page_files() -> list[str]:
     """Every researcher page's file, relative to the repository root, in menu order."""
     return [file for entries in RESEARCHER_PAGES.values() for file, _, _ in entries]
+
+
+def section_of(spec: dict[str, list[tuple[str, str, str]]], title: str) -> str | None:
+    """The section of ``spec`` that holds the page titled ``title`` (None when it is alone in
+    a section of its own, as the annotator's page is, or is not there)."""
+    found = [section for section, entries in spec.items() if any(t == title for _, t, _ in entries)]
+    return found[0] if found and sum(len(e) for e in spec.values()) > 1 else None

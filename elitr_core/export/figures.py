@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from elitr_core import settings
 from elitr_core.errors import UserError
 from elitr_core.export.display import p_text
+from elitr_core.export.theme import MARGIN, THEME
 from elitr_core.export.views import correlation_matrix
 from elitr_core.vocab import setting_mode_label
 
@@ -26,13 +27,13 @@ BROWSER_NAMES: tuple[str, ...] = ("chromium", "chromium-browser", "google-chrome
                                   "google-chrome-stable")
 BROWSER_PATHS: tuple[str, ...] = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 NO_BROWSER_MESSAGE = "figure export needs Chromium: apt-get install chromium"
-TEMPLATE = "plotly_white"
+TEMPLATE = THEME  # elitr_core.export.theme: the one chart theme, registered on import
 WIDTH, HEIGHT = 900, 520
 
 
 def _layout(fig: go.Figure, title: str, **kwargs: object) -> go.Figure:
     settings: dict[str, object] = {"template": TEMPLATE, "title": title, "width": WIDTH,
-                                   "height": HEIGHT, "margin": {"l": 60, "r": 20, "t": 60, "b": 70}}
+                                   "height": HEIGHT, "margin": MARGIN}
     fig.update_layout(**{**settings, **kwargs})
     return fig
 

@@ -172,3 +172,20 @@ def follow_nav_link(driver: object, title: str, timeout: float = 120) -> None:
     WebDriverWait(driver, 30).until(
         lambda d: [e for e in d.find_elements("xpath", link)  # type: ignore[attr-defined]
                    if e.is_displayed()])[0].click()
+
+
+USER_MENU = ("css selector", ".st-key-elitr-user-menu button")
+
+
+def open_user_menu(driver: object, timeout: float = 60) -> None:
+    """Open the researcher's menu at the top bar's right (``ui.layout.user_menu``) and wait
+    until its Log out shows: the proof that this browser is signed in."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout).until(
+        lambda d: [e for e in d.find_elements(*USER_MENU)  # type: ignore[attr-defined]
+                   if e.is_displayed()])[0].click()
+    WebDriverWait(driver, timeout).until(lambda d: [
+        e for e in d.find_elements(  # type: ignore[attr-defined]
+            "xpath", "//*[self::button or self::p][normalize-space()='Log out']")
+        if e.is_displayed()])

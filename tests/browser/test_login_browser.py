@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import running_server, screenshot
+from tests.browser.conftest import open_user_menu, running_server, screenshot
 
 PASSWORD = "correct horse battery"
 
@@ -49,7 +49,8 @@ def test_login_survives_reload_and_new_tab_and_logout_revokes(
     _log_in(browser, url, "wrong", wait_for_text)
     wait_for_text(browser, "Wrong password.")
     _log_in(browser, url, PASSWORD, wait_for_text)
-    wait_for_text(browser, "Runs per model and setting", "Log out")
+    wait_for_text(browser, "Runs per model and setting")
+    open_user_menu(browser)  # Log out sits in the top bar's user menu
     cookie = browser.get_cookie("elitr_session")  # type: ignore[attr-defined]
     assert cookie["httpOnly"] and PASSWORD not in cookie["value"]
     assert len(cookie["value"].split(".")) == 3  # token.expires.signature
@@ -57,11 +58,12 @@ def test_login_survives_reload_and_new_tab_and_logout_revokes(
     wait_for_text(browser, "Runs per model and setting")
     browser.switch_to.new_window("tab")  # type: ignore[attr-defined]
     browser.get(f"{url}/leaderboard")  # type: ignore[attr-defined]
-    wait_for_text(browser, "Leaderboard", "Log out")
+    wait_for_text(browser, "Leaderboard")
+    open_user_menu(browser)
     screenshot(browser, "login-kept-in-new-tab")
     body = browser.find_element("tag name", "body").text  # type: ignore[attr-defined]
     assert "Researcher password" not in body
-    # the sidebar's Log out is a form POSTing the session's token to /session/end
+    # the user menu's Log out is a form POSTing the session's token to /session/end
     browser.find_element("xpath", "//form[@action='/session/end']//button").click()  # type: ignore[attr-defined]
     wait_for_text(browser, "You are logged out.", "Researcher password")
     assert browser.get_cookie("elitr_session") is None  # type: ignore[attr-defined]
@@ -79,7 +81,8 @@ def test_a_deep_link_opened_logged_out_logs_in_to_that_page(
 
     _log_in(browser, f"{password_server}/judge_audit", PASSWORD, wait_for_text)
     # (the login form showed at /judge_audit: _log_in waited for it before typing)
-    wait_for_text(browser, "Judge against human", "Log out")
+    wait_for_text(browser, "Judge against human")
+    open_user_menu(browser)
     assert browser.current_url.rstrip("/").endswith("/judge_audit")  # type: ignore[attr-defined]
     # and what a logged-out visitor sees there: the login, no "Page not found" modal
     browser.delete_all_cookies()  # type: ignore[attr-defined]

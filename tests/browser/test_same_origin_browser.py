@@ -20,7 +20,7 @@ from pathlib import Path
 
 from elitr_core.annotation.sessions import check_cookie, redeem_ticket, start_session
 from elitr_core.data.database import open_database, reading, writing
-from tests.browser.conftest import running_server, screenshot
+from tests.browser.conftest import open_user_menu, running_server, screenshot
 from tests.browser.test_login_browser import PASSWORD, _log_in
 
 #: opens the app's WebSocket as Streamlit's own client does and reports what happened
@@ -107,7 +107,8 @@ def test_a_page_on_another_port_is_refused_and_the_app_works(
                  "/frame": FRAME.replace("APP", app_port)}
         # the researcher logs in: the app itself works (its WebSocket, /session/start)
         _log_in(browser, url, PASSWORD, wait_for_text)
-        wait_for_text(browser, "Runs per model and setting", "Log out")
+        wait_for_text(browser, "Runs per model and setting")
+        open_user_menu(browser)
         cookie = browser.get_cookie("elitr_session")  # type: ignore[attr-defined]
         with _other_site(pages) as other:
             assert _probe(browser, f"{other}/probe") == "refused"
@@ -131,5 +132,6 @@ def test_a_page_on_another_port_is_refused_and_the_app_works(
             assert redeem_ticket(session, ticket) is not None  # the link did not use it
         # and the app itself still works, logged in, its WebSocket included
         browser.get(url)  # type: ignore[attr-defined]
-        wait_for_text(browser, "Runs per model and setting", "Log out")
+        wait_for_text(browser, "Runs per model and setting")
+        open_user_menu(browser)
         screenshot(browser, "same-origin-app-works")

@@ -16,11 +16,16 @@ CHOICES: list[tuple[str, str, str, Any]] = [
     ("calibration", "selectbox", "calibration.reference", "gpt-4"),
     ("drilldown", "selectbox", "drilldown.model", "LongAlpaca-7B"),
     ("judge_audit", "selectbox", "audit.judge", "prometheus"),
-    ("judge_audit", "number_input", "audit.half_width", 0.25),
-    ("judge_audit", "number_input", "audit.budget", 50),
+    ("judge_audit", "number_input", "audit.half_width", 0.25),  # in the Budget planner tab
+    ("judge_audit", "number_input", "audit.budget", 50),  # in the Sampling designs tab
     ("agreement", "radio", "agreement.method", "spearman"),
     ("meeting", "select_slider", "meeting.question", 3),
 ]
+
+
+#: the tab that draws a widget which is not above the page's tabs (``ui.state.open_tab``)
+TABS = {"audit.half_width": ("audit.section", "Budget planner"),
+        "audit.budget": ("audit.section", "Sampling designs")}
 
 
 def _widget(at: AppTest, kind: str, key: str) -> Any:
@@ -35,6 +40,8 @@ def test_a_choice_survives_a_visit_to_another_page(bundled_sqlite: str,
     at = analysis_app(bundled_sqlite, monkeypatch)
     at.run()
     at.switch_page(f"pages/{page}.py").run()
+    if key in TABS:
+        open_tab(at, *TABS[key])
     assert _widget(at, kind, key).value != value  # the default is another value
     _widget(at, kind, key).set_value(value).run()
     assert not at.exception and _widget(at, kind, key).value == value

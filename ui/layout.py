@@ -32,7 +32,6 @@ STYLE = """<style>
 [data-testid="stMainBlockContainer"] h3 {font-size: 1.1rem; padding: 0.25rem 0 0.25rem 0;}
 [data-testid="stSidebarUserContent"] {padding-top: 0.25rem;}
 [data-testid="stSidebarHeader"] {padding-top: 1rem; padding-bottom: 0.5rem; height: auto;}
-[data-testid="stLogo"] {max-width: 100%; height: 2rem;}
 .st-key-elitr-user-menu {position: fixed; top: 0.55rem; right: 1rem; z-index: 999991;
   width: auto !important;}
 .st-key-elitr-user-menu button {padding: 0.2rem 0.6rem; min-height: 2.25rem;}

@@ -55,7 +55,8 @@ const data = [...document.querySelectorAll(
     "[data-testid=stDataFrame], .js-plotly-plot, [data-testid=stTable]")]
   .filter(e => e.getBoundingClientRect().height > 0);
 const header = document.querySelector("header[data-testid=stHeader]");
-const logo = [...document.querySelectorAll("[data-testid=stLogo]")]
+const logo = [...document.querySelectorAll(
+    "[data-testid=stSidebarLogo], [data-testid=stHeaderLogo]")]
   .filter(e => e.getBoundingClientRect().height > 0);
 const open = [...document.querySelectorAll("[data-testid=stTopNavSection]")]
   .filter(e => getComputedStyle(e).boxShadow !== "none").map(e => e.textContent.trim());
@@ -67,10 +68,13 @@ return {top: data.length ? Math.round(data[0].getBoundingClientRect().top) : nul
 
 @pytest.fixture
 def walk_server(study_db: str, tmp_path: Path) -> Iterator[str]:  # noqa: F811
-    """The bundled data with a silver study (a careless participant among five) and two
-    pairwise judges (a battle and a CREAM judge, fake), so that every page has data."""
+    """The bundled data with a silver study (a careless participant among five), two
+    pairwise judges (a battle and a CREAM judge, fake), so that every page has data, and the
+    demo corpus's transcripts (docs/generation-and-judging.md); the jobs' logs in tmp_path."""
     judge_all(study_db)
-    with running_server(study_db, tmp_path / "streamlit.log") as url:
+    assert main(["transcripts", str(ROOT / "data" / "demo"), "--db", study_db]) == 0
+    with running_server(study_db, tmp_path / "streamlit.log",
+                        {"ELITR_LOG_DIR": str(tmp_path / "logs")}) as url:
         yield url
 
 
@@ -152,7 +156,9 @@ def test_every_page_opens_on_its_data_and_the_tasks_run_at_1366x768(
 
     _find_the_judge_that_agrees_best(browser, study_db, wait_for_text, tmp_path)
     _export_the_main_table_as_latex(browser, study_db, wait_for_text, tmp_path)
-    _exclude_a_careless_annotator(browser, wait_for_text)
+    _exclude_a_careless_annotator(browser, study_db, wait_for_text)
+    _generate_and_judge_on_the_demo_corpus(browser, study_db, wait_for_text)
+    _create_a_study_and_get_its_links(browser, walk_server, wait_for_text)
 
 
 def _find_the_judge_that_agrees_best(browser: object, db: str,
@@ -189,21 +195,35 @@ def _export_the_main_table_as_latex(browser: object, db: str,
                         "--rank-by", "QA-st mean", "--format", "latex")
 
 
-def _exclude_a_careless_annotator(browser: object,
+def _excluded(db: str) -> int:
+    """The scores stored with status ``excluded``."""
+    from sqlalchemy import func, select
+
+    from db.models import Score
+    from elitr_core.data.database import open_database, reading
+
+    with reading(open_database(db)) as session:
+        return int(session.execute(select(func.count()).select_from(Score)
+                                   .where(Score.status == "excluded")).scalar_one())
+
+
+def _exclude_a_careless_annotator(browser: object, db: str,
                                   wait_for_text: Callable[..., None]) -> None:
     """Studies, Quality control (docs/crowd-study.md): nobody is chosen beforehand; choose
     the flagged annotator, type a reason, Exclude asks, Yes excludes."""
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
 
     follow_nav_link(browser, "Studies")
     wait_for_text(browser, "Quality control", "Annotator to exclude", timeout=180)
     wait_idle(browser)
     field = "//*[@data-testid='stSelectbox'][contains(., 'Annotator to exclude')]//input"
     _click(browser, field)
-    options = browser.find_elements(  # type: ignore[attr-defined]
-        "xpath", "//li[@role='option']")
+    options = WebDriverWait(browser, 30).until(lambda d: [
+        o for o in d.find_elements("xpath", "//*[@role='option']")  # type: ignore[attr-defined]
+        if o.is_displayed()])
     # flagged first, and the careless participant (every score turned around) is flagged
-    assert options and options[0].text == _pid("careless"), [o.text for o in options]
+    assert _pid("careless") in options[0].text, [o.text for o in options]
     options[0].click()
     reason = browser.find_element(  # type: ignore[attr-defined]
         "xpath", "//*[@data-testid='stTextInput'][contains(., 'Reason')]//input")
@@ -211,7 +231,119 @@ def _exclude_a_careless_annotator(browser: object,
     wait_idle(browser)
     _click(browser, "//button[contains(., 'Exclude (scores kept')]")
     wait_for_text(browser, "Yes, exclude", timeout=60)
+    assert _excluded(db) == 0  # Exclude only asks
     _click(browser, "//button[contains(., 'Yes, exclude')]")
-    wait_for_text(browser, "excluded", timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _excluded(db):
+        time.sleep(0.5)
+    assert _excluded(db) > 0
     wait_idle(browser)
     screenshot(browser, f"researcher-1366-{STUDY}-excluded", settle=0.5)
+
+
+def _choose(browser: object, label: str, option: str) -> None:
+    """Pick ``option`` in the selectbox labelled ``label``."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _click(browser, f"//*[@data-testid='stSelectbox'][.//label[contains(., '{label}')]]//input")
+    WebDriverWait(browser, 30).until(lambda d: [
+        o for o in d.find_elements("xpath", "//*[@role='option']")  # type: ignore[attr-defined]
+        if o.is_displayed() and o.text.strip() == option])[0].click()
+    wait_idle(browser)
+
+
+def _type(browser: object, label: str, text: str, *, enter: bool = True) -> None:
+    """Type ``text`` into the text field labelled ``label`` (Enter keeps it; in a form, whose
+    button sends it, Enter would submit the form)."""
+    from selenium.webdriver.common.keys import Keys
+
+    field = [f for f in browser.find_elements(  # type: ignore[attr-defined]
+        "xpath", f"//*[@data-testid='stTextInput'][.//label[contains(., '{label}')]]//input")
+        if f.is_displayed()][0]
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(text, *([Keys.ENTER] if enter else []))
+    wait_idle(browser)
+
+
+def _job_ends(browser: object, command: str, timeout: float = 240) -> str:
+    """Wait until the Runs page shows the last job, ``command``, ended; return its state."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def ended(d: object) -> str | None:
+        body = d.find_element("tag name", "body").text  # type: ignore[attr-defined]
+        last = body.split("Last job", 1)[1] if "Last job" in body else ""
+        state = last.split(")", 1)[0]  # " (pid N, ended (exit status C"
+        return state if command in last[:600] and "ended" in state else None
+
+    return str(WebDriverWait(browser, timeout).until(ended))
+
+
+def _generate_and_judge_on_the_demo_corpus(browser: object, db: str,
+                                           wait_for_text: Callable[..., None]) -> None:
+    """Runs (docs/generation-and-judging.md, the demo corpus): a generation with the fake
+    backend on the two demo meetings, then a judge over its answers; both end with status 0
+    and the judge's scores are stored."""
+    from sqlalchemy import func, select
+
+    from db.models import Evaluator, Score
+    from elitr_core.data.database import open_database, reading
+
+    follow_nav_link(browser, "Runs")
+    wait_for_text(browser, "Start a background job", timeout=180)
+    wait_idle(browser)
+    _choose(browser, "Backend", "fake")
+    _choose(browser, "Split", "dev")
+    _type(browser, "Model", "demo-model")
+    _type(browser, "Meetings", "meeting_en_dev_001,meeting_en_dev_002")
+    _click(browser, "//button[.//p[text()='Start']]")
+    state = _job_ends(browser, "elitr_core generate")
+    assert "exit status 0" in state, state
+    _click(browser, "//*[@data-testid='stRadio']//label[contains(., 'judge')]")
+    wait_idle(browser)
+    _choose(browser, "Backend", "fake")
+    _type(browser, "Judge model", "demo-judge")
+    _type(browser, "Evaluator slug", "demo-judge")
+    _type(browser, "Judged model", "demo-model")
+    _click(browser, "//button[.//p[text()='Start']]")
+    state = _job_ends(browser, "elitr_core judge")
+    assert "exit status 0" in state, state
+    screenshot(browser, "researcher-1366-runs-demo", settle=0.5)
+    with reading(open_database(db)) as session:
+        scored = session.execute(select(func.count()).select_from(Score).join(Evaluator)
+                                 .where(Evaluator.slug == "demo-judge")).scalar_one()
+    assert scored > 0
+
+
+def _codes(browser: object) -> list[str]:
+    """The texts of the page's code blocks (the links to copy are shown in one)."""
+    return [c.text for c in browser.find_elements(  # type: ignore[attr-defined]
+        "css selector", "[data-testid=stCode]") if c.is_displayed()]
+
+
+def _create_a_study_and_get_its_links(browser: object, server: str,
+                                      wait_for_text: Callable[..., None]) -> None:
+    """Studies (docs/crowd-study.md): Create a silver study, its Prolific URL; then an
+    annotator's personal link to it (Annotators tab), each in a block to copy."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    follow_nav_link(browser, "Studies")
+    wait_for_text(browser, "Create a study", timeout=180)
+    wait_idle(browser)
+    _click(browser, "//*[@role='tab'][contains(., 'Create a study')]")
+    wait_for_text(browser, "Annotators per item", timeout=60)
+    _type(browser, "Name", "walk-study")
+    _click(browser, "//button[.//p[text()='Create study']]")
+    wait_for_text(browser, "Study walk-study created", timeout=180)
+    url = WebDriverWait(browser, 60).until(lambda d: [
+        c for c in _codes(d) if "study=walk-study" in c])[0]
+    assert url.startswith(server) and "PROLIFIC_PID={{%PROLIFIC_PID%}}" in url, url
+    _click(browser, "//*[@role='tab'][contains(., 'Annotators')]")
+    wait_for_text(browser, "Annotator name", timeout=60)
+    _type(browser, "Annotator name", "expert-1", enter=False)
+    _choose(browser, "Study the link opens", "walk-study")
+    _click(browser, "//button[.//p[text()='Add annotator']]")
+    wait_for_text(browser, "Personal link of expert-1", timeout=60)
+    link = WebDriverWait(browser, 60).until(lambda d: [
+        c for c in _codes(d) if "token=" in c])[0]
+    assert link.startswith(f"{server}/?token=") and link.endswith("&study=walk-study"), link
+    screenshot(browser, "researcher-1366-study-links", settle=0.5)

@@ -67,7 +67,10 @@ def test_tables_figures_and_downloads(app: AppTest, bundled_sqlite: str,
 
 def test_budget_option_reaches_the_table(app: AppTest, bundled_sqlite: str,
                                          tmp_path: Path) -> None:
+    # each number sits in the tab it shapes
+    open_tab(app, SECTION, TABS["ppi-budget"])
     app.number_input(key="audit.half_width").set_value(1.0).run()
+    open_tab(app, SECTION, TABS["ppi-designs"])
     app.number_input(key="audit.budget").set_value(60).run()
     assert not app.exception
     open_tab(app, SECTION, TABS["ppi-budget"])

@@ -228,8 +228,13 @@ def _exclude_a_careless_annotator(browser: object, db: str,
     reason = browser.find_element(  # type: ignore[attr-defined]
         "xpath", "//*[@data-testid='stTextInput'][contains(., 'Reason')]//input")
     reason.send_keys("failed the attention checks", Keys.ENTER)
+    ask = "//button[contains(., 'Exclude (scores kept')]"
+    # enabled once the page has the annotator and the reason (a rerun after each)
+    WebDriverWait(browser, 60).until(lambda d: [
+        b for b in d.find_elements("xpath", ask)  # type: ignore[attr-defined]
+        if b.is_displayed() and b.is_enabled()])
     wait_idle(browser)
-    _click(browser, "//button[contains(., 'Exclude (scores kept')]")
+    _click(browser, ask)
     wait_for_text(browser, "Yes, exclude", timeout=60)
     assert _excluded(db) == 0  # Exclude only asks
     _click(browser, "//button[contains(., 'Yes, exclude')]")

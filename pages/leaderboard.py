@@ -66,7 +66,7 @@ several_seeds = bool(std.notna().to_numpy().any())
 rank_by = rank.selectbox("Rank by", list(mean.columns),
                          **kept(RANK_KEY, "QA-st mean" if "QA-st mean" in mean.columns
                                 else mean.columns[0], list(mean.columns)))
-context.caption(md("**Main table ({})**: mean 1-10 score per model, scored by {}", evaluator,
+context.caption(md("**Main table ({})** · Mean 1-10 score per model, scored by {}", evaluator,
                    evaluator) + f" · {describe(flt)}")
 ranked = views.ranked(mean, rank_by)
 # the download is the export's table: the means in the rank order shown

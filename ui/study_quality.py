@@ -81,7 +81,7 @@ def reliability_section(slug: str, study: str) -> None:
                "it in points. Same bytes as "
                + code_span(f"python -m elitr_core export annotator-reliability --evaluator "
                            f"{slug}") + "; " + code_span("export silver-aggregate")
-               + " gives the reliability-weighted aggregate beside the mean.")
+               + " gives the reliability-weighted aggregate beside the mean and the median.")
     with shown():
         reliability = export_table("annotator-reliability", ScoreFilter(evaluators=(slug,)))
         caveat = small_n_caveat(reliability)

@@ -7,7 +7,9 @@ Two methods:
   (:mod:`elitr_core.stats.annotator_offsets`). In ``bench/bench_estimators.py --part
   aggregate`` it is never worse than the mean beyond Monte-Carlo noise in any of six designs
   (dense, sparse, batches, spammers, adversaries, the paper's 10 a response) and better in
-  most.
+  most. The median beats it where annotators are many and honest (dense, batches, the
+  paper's design); the aggregate is for studies with careless or adversarial annotators,
+  where it beats the median by 0.15-0.38 MAE.
 - ``dawid-skene``: nominal Dawid-Skene (:mod:`elitr_core.stats.dawid_skene`), a 10 x 10
   confusion matrix an annotator. Offered for dense studies only (every annotator scored at
   least :data:`DENSE_FROM` responses): with fewer scores an annotator its 90 parameters are

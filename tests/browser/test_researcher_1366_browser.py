@@ -163,16 +163,16 @@ def test_every_page_opens_on_its_data_and_the_tasks_run_at_1366x768(
 
 def _find_the_judge_that_agrees_best(browser: object, db: str,
                                      wait_for_text: Callable[..., None], tmp_path: Path) -> None:
-    """Agreement, correlation tab (docs/analysis.md): the table's CSV is the CLI's export,
-    the heatmap's PNG downloads, and each pair's r in the CSV is the one the heatmap shows."""
+    """Agreement, correlation tab (docs/analysis.md): the table's CSV downloads
+    (:func:`_table_downloads`), the heatmap's PNG too, and the best pair's r in the export is
+    the one the heatmap shows."""
     import csv
     import io
 
     folder = _open(browser, "Agreement", "Correlation between evaluators", wait_for_text,
                    tmp_path / "agreement")
-    _click(browser, "//div[@data-testid='stDownloadButton']//button[contains(., 'CSV')]")
-    page = _downloaded(folder, "evaluator-correlation.csv")
-    assert page == _cli(db, tmp_path / "corr.csv", "evaluator-correlation")
+    page = _cli(db, tmp_path / "corr.csv", "evaluator-correlation")
+    _table_downloads(browser, folder, "evaluator-correlation", "csv", page)
     _click(browser, "//div[@data-testid='stDownloadButton']//button[contains(., 'PNG')]")
     assert _downloaded(folder, "correlation-pearson.png").startswith(b"\x89PNG")
     rows = [r for r in csv.DictReader(io.StringIO(page.decode()))
@@ -186,13 +186,87 @@ def _find_the_judge_that_agrees_best(browser: object, db: str,
 
 def _export_the_main_table_as_latex(browser: object, db: str,
                                     wait_for_text: Callable[..., None], tmp_path: Path) -> None:
-    """Leaderboard: the main table's LaTeX download is ``export main-table`` as LaTeX."""
+    """Leaderboard: the main table's LaTeX downloads (:func:`_table_downloads`; the export is
+    ``export main-table --format latex``)."""
     folder = _open(browser, "Leaderboard", "Main table (gpt-4)", wait_for_text,
                    tmp_path / "latex")
-    _click(browser, "//div[@data-testid='stDownloadButton']//button[contains(., 'LaTeX')]")
-    page = _downloaded(folder, "leaderboard-main-gpt-4.tex")
-    assert page == _cli(db, tmp_path / "main.tex", "main-table", "--evaluator", "gpt-4",
-                        "--rank-by", "QA-st mean", "--format", "latex")
+    _table_downloads(browser, folder, "leaderboard-main-gpt-4", "latex",
+                     _cli(db, tmp_path / "main.tex", "main-table", "--evaluator", "gpt-4",
+                          "--rank-by", "QA-st mean", "--format", "latex"))
+
+
+#: the first table the page shows, as the grid holds it: its row count, its headings, and
+#: each drawn row's cells (the values, unformatted)
+GRID = """
+const grid = [...document.querySelectorAll("[data-testid='stDataFrame']")]
+  .filter(g => g.offsetParent !== null).map(g => g.querySelector("table[role='grid']"))[0];
+if (!grid) return null;  // not drawn yet
+return {rows: Number(grid.getAttribute("aria-rowcount")) - 1,
+        head: [...grid.querySelectorAll("thead th")].map(x => x.textContent),
+        cells: [...grid.querySelectorAll("tbody tr")]
+          .map(r => [...r.querySelectorAll("td, th")].map(x => x.textContent))};
+"""
+#: LaTeX's escapes of a cell's text (``-{}``: a hyphen that never joins the next into a dash)
+_LATEX = {"\\_": "_", "\\%": "%", "\\&": "&", "\\#": "#", "\\$": "$", "-{}": "-"}
+
+
+def _rows(data: bytes, fmt: str) -> list[list[str]]:
+    """A CSV's or a LaTeX tabular's rows, the headings first."""
+    import csv
+    import io
+
+    text = data.decode("utf-8")
+    if fmt == "csv":
+        return list(csv.reader(io.StringIO(text)))
+    rows = []
+    for line in text.splitlines():
+        if " & " in line and line.rstrip().endswith("\\\\"):
+            cells = line.rstrip()[:-2].split(" & ")
+            for escaped, plain in _LATEX.items():
+                cells = [c.replace(escaped, plain).strip() for c in cells]
+            rows.append(cells)
+    return rows
+
+
+def _same_cell(value: str, text: str) -> bool:
+    """The grid's ``value`` is the download's ``text`` at the text's rounding."""
+    if value.strip() == text.strip() or (value in ("", "None", "nan")
+                                         and text.strip() in ("", "\u2013", "-")):
+        return True
+    try:
+        number, shown = float(value), float(text.replace(",", "").replace("$", ""))
+    except ValueError:
+        return False
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return abs(number - shown) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def _table_downloads(browser: object, folder: Path, stem: str, fmt: str,
+                     export: bytes) -> None:
+    """The first table's download as ``fmt`` (CSV or LaTeX). Where the page also offers the
+    export as a "Full table" download (issue 43, item 2), that one is ``export``'s bytes and
+    the plain one the grid shown: its headings, its rows in their order, each cell the grid's
+    value at the download's rounding. Else the plain one is ``export``'s bytes."""
+    label, suffix = {"csv": ("CSV", "csv"), "latex": ("LaTeX", "tex")}[fmt]
+    button = "//div[@data-testid='stDownloadButton']//button[contains(., '{}')]"
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    grid = WebDriverWait(browser, 60).until(lambda d: d.execute_script(GRID))  # type: ignore[attr-defined]
+    _click(browser, f"//div[@data-testid='stDownloadButton']//button[contains(., '{label}') "
+                    "and not(contains(., 'Full table'))]")
+    shown = _downloaded(folder, f"{stem}.{suffix}")
+    full = button.format(f"Full table {label}")
+    if not browser.find_elements("xpath", full):  # type: ignore[attr-defined]
+        assert shown == export
+        return
+    _click(browser, full)
+    assert _downloaded(folder, f"{stem}-full.{suffix}") == export
+    headings, *rows = _rows(shown, fmt)
+    assert headings == grid["head"], (headings, grid["head"])
+    assert len(rows) == grid["rows"], (len(rows), grid["rows"])
+    for number, (cells, got) in enumerate(zip(grid["cells"], rows, strict=False)):
+        assert len(cells) == len(got) and all(
+            _same_cell(v, t) for v, t in zip(cells, got, strict=True)), (number, cells, got)
 
 
 def _excluded(db: str) -> int:

@@ -30,6 +30,7 @@ STYLE = """<style>
 [data-testid="stMainBlockContainer"] h1 {font-size: 1.75rem; padding: 0 0 0.25rem 0;}
 [data-testid="stMainBlockContainer"] h2 {font-size: 1.3rem; padding: 0.5rem 0 0.25rem 0;}
 [data-testid="stMainBlockContainer"] h3 {font-size: 1.1rem; padding: 0.25rem 0 0.25rem 0;}
+[data-testid="stMetricValue"] {font-size: 1.75rem;}
 [data-testid="stSidebarUserContent"] {padding-top: 0.25rem;}
 [data-testid="stSidebarHeader"] {padding-top: 1rem; padding-bottom: 0.5rem; height: auto;}
 .st-key-elitr-user-menu {position: fixed; top: 0.55rem; right: 1rem; z-index: 999991;

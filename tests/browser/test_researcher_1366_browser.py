@@ -12,6 +12,7 @@ With ``ELITR_DOCS_SCREENSHOTS=1`` in the environment the pages' screenshots are 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -161,11 +162,22 @@ def test_every_page_opens_on_its_data_and_the_tasks_run_at_1366x768(
     _create_a_study_and_get_its_links(browser, walk_server, wait_for_text)
 
 
+def _svg_texts(svg: bytes) -> list[str]:
+    """The texts an SVG draws (each ``<text>`` element's, its ``<tspan>`` lines apart)."""
+    from xml.etree import ElementTree
+
+    texts = []
+    for element in ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"):
+        lines = [t.text or "" for t in element.iter("{http://www.w3.org/2000/svg}tspan")]
+        texts += lines if lines else [element.text or ""]
+    return texts
+
+
 def _find_the_judge_that_agrees_best(browser: object, db: str,
                                      wait_for_text: Callable[..., None], tmp_path: Path) -> None:
     """Agreement, correlation tab (docs/analysis.md): the table's CSV downloads
-    (:func:`_table_downloads`), the heatmap's PNG too, and the best pair's r in the export is
-    the one the heatmap shows."""
+    (:func:`_table_downloads`), the heatmap's PNG too, its SVG draws the cells the page
+    draws, and the best pair's r in the export is the one the heatmap shows."""
     import csv
     import io
 
@@ -175,6 +187,16 @@ def _find_the_judge_that_agrees_best(browser: object, db: str,
     _table_downloads(browser, folder, "evaluator-correlation", "csv", page)
     _click(browser, "//div[@data-testid='stDownloadButton']//button[contains(., 'PNG')]")
     assert _downloaded(folder, "correlation-pearson.png").startswith(b"\x89PNG")
+    _click(browser, "//div[@data-testid='stDownloadButton']//button[contains(., 'SVG')]")
+    svg = _downloaded(folder, "correlation-pearson.svg")
+    # the heatmap's cells (r and its interval) as drawn on the page and in the SVG download
+    cells = re.compile(r"^\[?-?\d\.\d\d(, -?\d\.\d\d\])?$")
+    drawn = [t for t in browser.execute_script(  # type: ignore[attr-defined]
+        "return [...document.querySelector('.js-plotly-plot').querySelectorAll('text')]"
+        ".flatMap(t => { const lines = [...t.querySelectorAll('tspan')];"
+        " return lines.length ? lines.map(l => l.textContent) : [t.textContent]; });")
+        if cells.match(t)]
+    assert drawn and sorted(drawn) == sorted(t for t in _svg_texts(svg) if cells.match(t))
     rows = [r for r in csv.DictReader(io.StringIO(page.decode()))
             if r["method"] == "pearson" and r["r"] and "gold-human" in
             (r["evaluator_a"], r["evaluator_b"])]

@@ -11,6 +11,7 @@ claim): those are in ``elitr_core.annotation.studies``.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -164,16 +165,18 @@ def add_participation(*, session: Session, **values: Any) -> Participation:
     return row
 
 
-#: An arrival's whole queue in one statement on PostgreSQL: each column bound as one array
-#: (``unnest``). The executemany it replaces sent each of a unit's ~160 rows as a statement of
-#: its own, half of a Prolific join's CPU (bench/bench_launch.py).
+#: An arrival's whole queue in one statement on PostgreSQL, its rows bound as one JSON text
+#: (``json_to_recordset``). The executemany it replaced sent each of a unit's ~160 rows as a
+#: statement of its own (half of a Prolific join's CPU); eight bound arrays after it still
+#: cost psycopg a Python call per value (1,280 per arrival, 13 % of the join's CPU), where
+#: ``json.dumps`` writes the rows in C (bench/bench_launch.py).
 _ASSIGNMENTS_PG = text(
     "INSERT INTO assignment (study_id, annotator_id, response_id, position, kind, "
     "participation_id, check_text, unclear) "
-    "SELECT * FROM unnest(CAST(:study_id AS integer[]), CAST(:annotator_id AS integer[]), "
-    "CAST(:response_id AS integer[]), CAST(:position AS integer[]), "
-    "CAST(:kind AS varchar[]), CAST(:participation_id AS integer[]), "
-    "CAST(:check_text AS text[]), CAST(:unclear AS boolean[])) "
+    "SELECT study_id, annotator_id, response_id, position, kind, participation_id, "
+    "check_text, unclear FROM json_to_recordset(CAST(:rows AS json)) AS r(study_id integer, "
+    "annotator_id integer, response_id integer, position integer, kind varchar, "
+    "participation_id integer, check_text text, unclear boolean) "
     "ON CONFLICT (study_id, annotator_id, position) DO NOTHING")
 _ASSIGNMENT_COLUMNS = ("study_id", "annotator_id", "response_id", "position", "kind",
                        "participation_id", "check_text", "unclear")
@@ -183,9 +186,9 @@ _ASSIGNMENT_DEFAULTS: dict[str, Any] = {"kind": "item", "unclear": False}  # the
 def add_assignments(*, session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert queue rows (idempotent on the position key)."""
     if rows and session.get_bind().dialect.name == "postgresql":
-        rows = [_ASSIGNMENT_DEFAULTS | r for r in rows]
-        session.execute(_ASSIGNMENTS_PG, {c: [r.get(c) for r in rows]
-                                          for c in _ASSIGNMENT_COLUMNS})
+        session.execute(_ASSIGNMENTS_PG, {"rows": json.dumps(
+            [{c: (_ASSIGNMENT_DEFAULTS | r).get(c) for c in _ASSIGNMENT_COLUMNS}
+             for r in rows])})
         return
     upsert(session=session, table=Assignment, keys=["study_id", "annotator_id", "position"],
            rows=rows)

@@ -29,12 +29,13 @@ from elitr_core.annotation.studies import (
     submit,
     take_another_unit,
 )
+from elitr_core.errors import UserError
 from elitr_core.vocab import SCORE_MAX, SCORE_MIN
 from ui.auth_ui import ANNOTATOR, ENTRY_KEY, require_role
 from ui.data import get_engine_or_stop
 from ui.guidelines import examples as study_examples
 from ui.messages import PROLIFIC_COMPLETE, ended, guarded
-from ui.text import code_span, md, plain
+from ui.text import code_span, md, message, plain
 
 POSITION_KEY = "annotate.position"  # queue position shown, None = end screen
 SHOWN_KEY = "annotate.shown"  # (position, monotonic time it was first shown)
@@ -49,6 +50,9 @@ NOTICE_KEY = "annotate.notice"  # a key press that arrived for an item no longer
 LAST_KEY = "annotate.last"
 ENDED_KEY = "annotate.ended"  # the StudyEnded a submit met: the page shows it and no item
 KEEP_KEY = "annotate.keep"  # a submit just failed and said why: redraw LAST_KEY's item as it is
+FAILED_KEY = "annotate.failed"  # the refusal a callback met, shown by the run it causes
+FULL_KEY = "annotate.full"  # set by the whole page's run for the item area it calls
+DRAWN_KEY = "annotate.drawn"  # what the item area drew last: "item" or "other"
 SCORE_KEY = "annotate-score-{}"  # the picked score of a position (set by the scale's buttons)
 # Every widget of an item carries its queue position in its key, so a click carries the
 # identity of the item on screen: a key pressed while the next item is being drawn reaches
@@ -138,11 +142,19 @@ def _on_screen(position: int) -> bool:
     return False
 
 
+def _failed(exc: UserError) -> None:
+    """A callback's refusal, for the run it causes to show (a callback of a fragment's
+    widget draws nothing itself: Streamlit does not support it)."""
+    st.session_state[FAILED_KEY] = exc
+
+
 def _take_another() -> None:
     """Go to the first open item of another unit (none, the refusal shown, when refused)."""
     first_open = None
-    with guarded():
+    try:
         first_open = take_another_unit(engine, entry).first_open
+    except UserError as exc:
+        _failed(exc)
     _go(first_open)
 
 
@@ -168,16 +180,16 @@ def _submit(position: int) -> None:
         st.session_state[ERROR_KEY] = f"Pick a score from {LOW} to {HIGH} first ({KEYS})."
         return
     # the time counts from when this item was drawn (_on_screen: SHOWN_KEY is this item's)
-    with guarded() as call:  # a refusal is shown, and the item stays
-        try:
-            view = submit(engine, entry, position, int(value),
-                          comment=st.session_state.get(COMMENT_KEY.format(position), ""),
-                          unclear=bool(st.session_state.get(UNCLEAR_KEY.format(position))),
-                          seconds=time.monotonic() - st.session_state[SHOWN_KEY][1])
-        except StudyEnded as exc:  # closed, excluded, lapsed: the page ends with the message
-            st.session_state[ENDED_KEY] = exc
-            return
-    if call.failed:  # said once: this run shows the item as drawn, without reading again
+    try:
+        view = submit(engine, entry, position, int(value),
+                      comment=st.session_state.get(COMMENT_KEY.format(position), ""),
+                      unclear=bool(st.session_state.get(UNCLEAR_KEY.format(position))),
+                      seconds=time.monotonic() - st.session_state[SHOWN_KEY][1])
+    except StudyEnded as exc:  # closed, excluded, lapsed: the page ends with the message
+        st.session_state[ENDED_KEY] = exc
+        return
+    except UserError as exc:  # a refusal is shown, and the item stays
+        _failed(exc)  # said once: the run shows the item as drawn, without reading again
         st.session_state[KEEP_KEY] = True
         return
     st.session_state[VIEW_KEY] = view  # the run this causes draws it, without asking again
@@ -193,10 +205,10 @@ def _guidelines() -> None:
     examples: list[Example] = []
     with guarded():  # the database away: the rubric above still shows
         examples = study_examples(str(engine.url), entry.study_id)
-    for example in examples:
-        with st.container(border=True):
-            st.text(f"Question: {example.question}\nReference: {example.reference}\n"
-                    f"Response: {example.response}\nScore: {example.score}. {example.why}")
+    if examples:  # one text element, where a bordered box each cost every rerun two
+        st.text("\n\n".join(f"Question: {e.question}\nReference: {e.reference}\n"
+                             f"Response: {e.response}\nScore: {e.score}. {e.why}"
+                             for e in examples))
 
 
 @st.fragment
@@ -237,89 +249,121 @@ def _last(position: int | None) -> tuple[QueueView, ItemView] | None:
     return (last[0], last[2]) if last is not None and last[1] == position else None
 
 
-view = st.session_state.pop(VIEW_KEY, None)
-position = st.session_state.get(POSITION_KEY)
-last = _last(position)
-# the database away (said once, by the submit or by the first read that failed): the item
-# drawn last stays, its Submit with it, and nothing more is read in this run
-away = bool(st.session_state.pop(KEEP_KEY, False)) and last is not None
-if view is None and not away:
-    with guarded() as read:
-        view = queue_view(engine, entry)
-    if read.failed and last is None:
-        st.stop()
-    away = read.failed
-if away:
-    assert last is not None
-    view = last[0]
-st.html(COMPACT_CSS)
-head, progress, guide, helper = st.columns([2, 3, 1, 0.3], vertical_alignment="center")
-head.markdown(md("##### Scoring: {}", view.study_name))
-progress.progress(view.answered / max(view.total, 1),
+@st.fragment
+def _item_area() -> None:
+    """Everything of the page but its style, keys and walkthrough: a submit, Back or Next
+    (a fragment's widget) reruns only this, not app.py, the page and its other elements
+    (bench/bench_launch.py: two fifths of an item's server CPU). The whole page's run draws
+    it too; a run of its own that would draw something else than the next item in the place
+    of the last one (the end screen, an ended study, the walkthrough, a refusal of another
+    task) runs the whole page instead, so that nothing of the last is left over."""
+    whole = st.session_state.pop(FULL_KEY, False)
+    position = st.session_state.get(POSITION_KEY)
+    if not whole and (st.session_state.get(ENDED_KEY) is not None or position is None
+                      or st.session_state.get(TOUR_OPEN_KEY)
+                      or st.session_state.get(DRAWN_KEY) != "item"):
+        st.rerun(scope="app")
+    st.session_state[DRAWN_KEY] = "other"
+    view = st.session_state.pop(VIEW_KEY, None)
+    last = _last(position)
+    failed = st.session_state.pop(FAILED_KEY, None)
+    # the database away (said once, by the submit or by the first read that failed): the
+    # item drawn last stays, its Submit with it, and nothing more is read in this run
+    away = bool(st.session_state.pop(KEEP_KEY, False)) and last is not None
+    if view is None and not away:
+        with guarded() as read:
+            view = queue_view(engine, entry)
+        if read.failed and last is None:
+            return
+        away = read.failed
+    if away:
+        assert last is not None
+        view = last[0]
+    # one horizontal container, not st.columns: 1 block instead of 5, each a message
+    head = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    head.markdown(md("##### Scoring: {}", view.study_name), width="stretch")
+    head.progress(view.answered / max(view.total, 1), width="stretch",
                   text=md("{} of {} items scored", view.answered, view.total))
-with guide.popover("Guidelines", icon=":material/menu_book:", width="stretch"):
-    _guidelines()
-helper.button("?", key="annotate-help", help="The keyboard walkthrough again",
-              on_click=lambda: st.session_state.update({TOUR_OPEN_KEY: True}))
-if st.session_state.get(ERROR_KEY):
-    st.error(plain(st.session_state[ERROR_KEY]))
-if st.session_state.get(NOTICE_KEY):
-    st.toast(plain(st.session_state.pop(NOTICE_KEY)), icon=":material/block:")
+    with head.popover("Guidelines", icon=":material/menu_book:", width=160):
+        _guidelines()
+    head.button("?", key="annotate-help", help="The keyboard walkthrough again",
+                on_click=lambda: st.session_state.update({TOUR_OPEN_KEY: True}))
+    # one place for the error, drawn empty when there is none: an item's run draws the
+    # same elements in the same places as the last item's
+    error = st.empty()
+    if failed is not None:  # a callback's refusal (the database away: the item stays)
+        error.error(message(failed))
+    elif st.session_state.get(ERROR_KEY):
+        error.error(plain(st.session_state[ERROR_KEY]))
+    if st.session_state.get(NOTICE_KEY):
+        st.toast(plain(st.session_state.pop(NOTICE_KEY)), icon=":material/block:")
 
-if position is None:
-    st.success(md("All {} items are scored. Thank you!", view.total))
-    if view.completion_code and entry.prolific:  # a token annotator did not come from Prolific
-        st.markdown("Your completion code: **" + code_span(view.completion_code) + "**")
-        st.link_button("Back to Prolific to complete", type="primary",
-                       url=PROLIFIC_COMPLETE.format(view.completion_code))
-    st.caption("You can revise your answers until the study closes.")
-    st.button("Review my answers", on_click=_go, args=(0,))
-    if view.can_take_more:
-        st.button("Take another task", on_click=_take_another)
-    st.stop()
+    if position is None:
+        st.success(md("All {} items are scored. Thank you!", view.total))
+        if view.completion_code and entry.prolific:  # a token annotator: not from Prolific
+            st.markdown("Your completion code: **" + code_span(view.completion_code) + "**")
+            st.link_button("Back to Prolific to complete", type="primary",
+                           url=PROLIFIC_COMPLETE.format(view.completion_code))
+        st.caption("You can revise your answers until the study closes.")
+        st.button("Review my answers", on_click=_go, args=(0,))
+        if view.can_take_more:
+            st.button("Take another task", on_click=_take_another)
+        return
 
-if away:
-    assert last is not None
-    item = last[1]
-else:
-    with guarded() as read:
-        item = item_view(engine, entry, position)
-    if read.failed and last is None:
-        st.stop()
-    if read.failed:
+    if away:
         assert last is not None
         item = last[1]
-st.session_state[LAST_KEY] = (view, position, item)
-if st.session_state.get(SHOWN_KEY, (None,))[0] != position:
-    st.session_state[SHOWN_KEY] = (position, time.monotonic())
-score_key = SCORE_KEY.format(position)
-if score_key not in st.session_state:
-    st.session_state[score_key] = item.value
-if st.session_state.pop(TOUR_OPEN_KEY, False):
-    _tour()
+    else:
+        with guarded() as read:
+            item = item_view(engine, entry, position)
+        if read.failed and last is None:
+            return
+        if read.failed:
+            assert last is not None
+            item = last[1]
+    st.session_state[LAST_KEY] = (view, position, item)
+    if st.session_state.get(SHOWN_KEY, (None,))[0] != position:
+        st.session_state[SHOWN_KEY] = (position, time.monotonic())
+    score_key = SCORE_KEY.format(position)
+    if score_key not in st.session_state:
+        st.session_state[score_key] = item.value
+    _item(view, item, position)
+    st.session_state[DRAWN_KEY] = "item"
 
-with st.container(key="annotate-texts"):
-    left, right = st.columns([2, 3])
-    with left:
-        st.caption(md("Item {} of {} · Question", position + 1, view.total))
-        st.container(border=True, height=95).text(item.question)
-        st.caption("Reference answer (scores 10)")
-        st.container(border=True, height=140).text(item.reference)
-    with right:
-        st.caption("Response to evaluate")
-        st.container(border=True, height=300).text(item.response)
 
-_scale(position)
-comment, unclear, back, send, forward = st.columns([4, 1.4, 1, 1.6, 1],
-                                                   vertical_alignment="center")
-comment.text_input("Comment (optional)", value=item.comment, key=COMMENT_KEY.format(position),
-                   placeholder="Comment (optional)", label_visibility="collapsed")
-unclear.checkbox("Unclear item", value=item.unclear, key=UNCLEAR_KEY.format(position))
-back.button("← Back", key=BACK_KEY.format(position), disabled=position == 0,
-            on_click=_nav, args=(position, position - 1), width="stretch")
-send.button("Submit (Enter)", key=SUBMIT_KEY.format(position), type="primary",
-            width="stretch", on_click=_submit, args=(position,))
-forward.button("Next →", key=NEXT_KEY.format(position), width="stretch", on_click=_nav,
+def _item(view: QueueView, item: ItemView, position: int) -> None:
+    """The item's texts, the scale, comment, Unclear, Back, Submit and Next."""
+    with st.container(key="annotate-texts"):
+        left, right = st.columns([2, 3])
+        with left:
+            st.caption(md("Item {} of {} · Question", position + 1, view.total))
+            st.container(border=True, height=95).text(item.question)
+            st.caption("Reference answer (scores 10)")
+            st.container(border=True, height=140).text(item.reference)
+        with right:
+            st.caption("Response to evaluate")
+            st.container(border=True, height=300).text(item.response)
+
+    _scale(position)
+    # one horizontal container, not st.columns: 1 block instead of 6
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    row.text_input("Comment (optional)", value=item.comment, key=COMMENT_KEY.format(position),
+                   placeholder="Comment (optional)", label_visibility="collapsed",
+                   width="stretch")
+    row.checkbox("Unclear item", value=item.unclear, key=UNCLEAR_KEY.format(position),
+                 width="content")
+    row.button("← Back", key=BACK_KEY.format(position), disabled=position == 0,
+               on_click=_nav, args=(position, position - 1), width=110)
+    row.button("Submit (Enter)", key=SUBMIT_KEY.format(position), type="primary",
+               width=170, on_click=_submit, args=(position,))
+    row.button("Next →", key=NEXT_KEY.format(position), width=110, on_click=_nav,
                disabled=item.value is None,
                args=(position, position + 1 if position + 1 < view.total else None))
+
+
+st.html(COMPACT_CSS)
+if st.session_state.get(POSITION_KEY) is not None and st.session_state.pop(TOUR_OPEN_KEY, False):
+    _tour()
+st.session_state[FULL_KEY] = True
+_item_area()
 st.html(KEYS_JS, unsafe_allow_javascript=True)

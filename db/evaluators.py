@@ -118,10 +118,17 @@ def annotator_pool(*, session: Session, slug: str) -> int:
     """The id of the human pool ``slug`` (``gold-human``, ``silver-human``) whose annotators a
     study draws; made by a study when missing. A pool holds annotators, not scores (a study's
     scores go under its own ``<pool>:<study>`` evaluator), so any human evaluator of that name
-    is the pool."""
-    evaluator_id = upsert_evaluator(session=session, slug=slug, kind="human", source="pool")
-    kind = session.execute(sa_select(col(Evaluator.kind)).where(
-        col(Evaluator.id) == evaluator_id)).scalar_one()
+    is the pool. One read when it exists (every Prolific arrival asks), the upsert only when
+    it does not."""
+    row = session.execute(sa_select(col(Evaluator.id), col(Evaluator.kind)).where(
+        col(Evaluator.slug) == slug)).one_or_none()
+    if row is None:
+        evaluator_id = upsert_evaluator(session=session, slug=slug, kind="human",
+                                        source="pool")
+        kind = session.execute(sa_select(col(Evaluator.kind)).where(
+            col(Evaluator.id) == evaluator_id)).scalar_one()
+    else:
+        evaluator_id, kind = int(row.id), str(row.kind)
     if kind != "human":
         raise UserError(f"evaluator {slug!r} is an {kind} evaluator, not a pool of human "
                         "annotators: rename it before running a study")

@@ -198,17 +198,15 @@ def _submit(position: int) -> None:
 
 
 def _guidelines() -> None:
-    """The rubric as clean text and the study's worked examples (all plain text)."""
-    st.markdown("**How to score**")
-    st.text(rubric_shown())
-    st.markdown("**Worked examples**")
+    """The rubric as clean text and the study's worked examples, all one text element (a
+    heading and a bordered box each cost every run of the item area an element more)."""
     examples: list[Example] = []
-    with guarded():  # the database away: the rubric above still shows
+    with guarded():  # the database away: the rubric still shows
         examples = study_examples(str(engine.url), entry.study_id)
-    if examples:  # one text element, where a bordered box each cost every rerun two
-        st.text("\n\n".join(f"Question: {e.question}\nReference: {e.reference}\n"
-                             f"Response: {e.response}\nScore: {e.score}. {e.why}"
-                             for e in examples))
+    st.text("\n\n".join(["How to score", rubric_shown(), "Worked examples" if examples else "",
+                          *(f"Question: {e.question}\nReference: {e.reference}\n"
+                            f"Response: {e.response}\nScore: {e.score}. {e.why}"
+                            for e in examples)]).strip())
 
 
 @st.fragment

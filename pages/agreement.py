@@ -19,7 +19,7 @@ from ui.data import (
     scores_frame,
     store_metrics,
 )
-from ui.downloads import download_table
+from ui.downloads import Export
 from ui.figures import show_figure
 from ui.filters import LEFT_OUT_KEY, cli_arguments, describe, narrowing, sidebar_filters
 from ui.messages import guarded, shown
@@ -98,16 +98,16 @@ with tab:
                            f"python -m elitr_core export evaluator-correlation "
                            f"{cli_arguments(flt)}"))
             show_table_and_notes(corr, key="agreement.corr-table", keys=CORR_KEYS,
-                                 label=("evaluator_a", "evaluator_b"))
-            download_table(partial(export_table, "evaluator-correlation", flt),
-                           "evaluator-correlation", table="evaluator-correlation")
+                                 label=("evaluator_a", "evaluator_b"),
+                                 download="evaluator-correlation",
+                                 export=Export(partial(export_table, "evaluator-correlation",
+                                                       flt), "evaluator-correlation"))
     elif tab_label == ABSOLUTE:
         st.caption("Absolute agreement of each pair of evaluators: mean absolute error and "
                    "quadratic-weighted kappa.")
         with shown():
             mae = computed(agreement.agreement_table, flt)
-            show_table(mae, key="agreement.mae-table")
-            download_table(mae, "agreement", key="download.agreement")
+            show_table(mae, key="agreement.mae-table", download="agreement")
     elif tab_label == ICC:
         with shown():
             icc_frame = export_table("icc", flt)
@@ -115,8 +115,8 @@ with tab:
                        "good, > 0.9 excellent.")
             st.text(icc_raters(scores, evaluators))  # plain text: annotator names are imported
             show_table_and_notes(icc.with_reading(icc_frame), key="agreement.icc-table",
-                                 label=("raters", "group"))
-            download_table(icc_frame, "icc", table="icc")
+                                 label=("raters", "group"), download="icc",
+                                 export=Export(icc_frame, "icc"))
     elif tab_label == PAIR:
         left, right = st.columns(2)
         first_a, first_b = default_pair(evaluators)
@@ -142,14 +142,14 @@ with tab:
             with shown():
                 bias = computed(agreement.judge_bias, flt, judge=a, human=b)
                 show_figure(figures.bias_plot, bias, name=f"bias-{a}-{b}")
-                show_table(bias, key="agreement.bias-table")
-                download_table(bias, f"bias-{a}-{b}", key="download.bias")
+                show_table(bias, key="agreement.bias-table", download=f"bias-{a}-{b}",
+                           download_key="download.bias")
     else:
         st.caption("Kendall tau between the model rankings of each pair of evaluators.")
         with shown():
             ranks = computed(agreement.ranking_table, flt, evaluators=tuple(evaluators))
-            show_table(ranks, key="agreement.rank-table")
-            download_table(ranks, "ranking-agreement", key="download.ranking")
+            show_table(ranks, key="agreement.rank-table", download="ranking-agreement",
+                       download_key="download.ranking")
             if ranks.attrs.get("skipped"):
                 st.caption(f"{len(ranks.attrs['skipped'])} pair(s) left out: fewer than 3 "
                            "models shared.")

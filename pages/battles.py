@@ -10,7 +10,7 @@ from elitr_core.stats.pairwise import defined_criteria
 from ui.analysis.battles import RATINGS, TITLE, battle_models, choices, table
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import database_url, engine
-from ui.downloads import download_table
+from ui.downloads import Export
 from ui.figures import show_figure
 from ui.filters import cli_arguments, describe, sidebar_filters
 from ui.messages import shown
@@ -61,14 +61,14 @@ with shown():
     matrix = pairwise.win_matrix(pairs, judge, criterion)
     show_figure(pairwise_figures.win_matrix_heatmap, matrix, f"Win share, {criterion} ({judge})",
                 name=f"win-matrix-{judge}-{criterion}")
-    st.caption("Same bytes as " + code_span(f"python -m elitr_core export pairwise --criterion "
-                                       f"{criterion} {args}")
+    st.caption("Full table: same bytes as "
+               + code_span(f"python -m elitr_core export pairwise --criterion {criterion} {args}")
                + ": wins of model_a, CREAM means with 95% cluster-bootstrap CIs, share "
                "of judgments asked in both orders that agree (position consistency, under "
                "Columns).")
     # the counts and CREAM means first, so that they fit a 1366 px screen
-    show_table(pairs, key="battles.pairs-table", keys=PAIR_KEYS)
-    download_table(pairs, f"pairwise-{criterion}", table="pairwise")
+    show_table(pairs, key="battles.pairs-table", keys=PAIR_KEYS,
+               download=f"pairwise-{criterion}", export=Export(pairs, "pairwise"))
 
 st.subheader("Ratings")
 if pairs is not None:
@@ -90,9 +90,8 @@ for name, value, label in RATINGS:
                     name=f"{name}-{judge}-{criterion}")
         cli = "elo --source pairwise" if name == "elo" else name
         st.caption(code_span(f"python -m elitr_core export {cli} --criterion {criterion} {args}"))
-        show_table(ratings, key=f"battles.{name}-table")
-        download_table(ratings, f"{name}-pairwise-{criterion}",
-                       table="elo-pairwise" if name == "elo" else name)
+        show_table(ratings, key=f"battles.{name}-table", download=f"{name}-pairwise-{criterion}",
+                   export=Export(ratings, "elo-pairwise" if name == "elo" else name))
 
 st.subheader("Win rate against a baseline (L-Eval)")
 models = battle_models(mine)
@@ -104,19 +103,20 @@ with shown():
                 name=f"winrate-{judge}-{criterion}")
     st.caption(code_span(f"python -m elitr_core export winrate --baseline '{baseline}' "
                     f"--criterion {criterion} {args}"))
-    show_table(rates, key="battles.winrate-table")
-    download_table(rates, f"winrate-{criterion}", table="winrate")
+    show_table(rates, key="battles.winrate-table", download=f"winrate-{criterion}",
+               export=Export(rates, "winrate"))
 
 st.subheader("Agreement with the human ranking")
 reference = st.text_input("Human evaluator", **kept(REFERENCE_KEY, "gold-human"))
 with shown():
     tau = table(url, "pairwise-agreement", flt, criterion, None, reference)
     st.caption("Kendall tau between each ranking and the models' mean human score on the "
-               "battles' questions; 95% interval from resampled questions. Same bytes as "
+               "battles' questions; 95% interval from resampled questions. Full table: same "
+               "bytes as "
                + code_span(f"python -m elitr_core export pairwise-agreement --reference "
                       f"{reference} --criterion {criterion} {args}"))
-    show_table(tau, key="battles.agreement-table")
-    download_table(tau, f"pairwise-agreement-{criterion}", table="pairwise-agreement")
+    show_table(tau, key="battles.agreement-table", download=f"pairwise-agreement-{criterion}",
+               export=Export(tau, "pairwise-agreement"))
 
 if {"completeness", "conciseness"} & set(defined_criteria(mine)):
     st.subheader("Key facts of one comparison (CREAM)")
@@ -134,8 +134,8 @@ if {"completeness", "conciseness"} & set(defined_criteria(mine)):
                            f"{view['conciseness_a']:.2f} · {view['conciseness_b']:.2f}")
                 facts = view["facts"].rename(columns={"a": f"{row.model_a} (sentences)",
                                                       "b": f"{row.model_b} (sentences)"})
-                show_table(facts, key="battles.facts-table")
-                download_table(facts, f"key-facts-{chosen}", key="download.key_facts")
+                show_table(facts, key="battles.facts-table", download=f"key-facts-{chosen}",
+                           download_key="download.key_facts")
                 for column, model, sentences in zip(st.columns(2), (row.model_a, row.model_b),
                                                     (view["sentences_a"], view["sentences_b"]),
                                                     strict=True):

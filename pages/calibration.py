@@ -8,7 +8,7 @@ from ui.analysis.calibration import TITLE
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import export_table, scores_frame
 from ui.defaults import DEFAULT_HUMAN
-from ui.downloads import download_table
+from ui.downloads import Export
 from ui.figures import show_figure
 from ui.filters import cli_arguments, describe, narrowing, sidebar_filters
 from ui.messages import shown
@@ -52,9 +52,9 @@ st.caption(f"Each response scored by {plain(reference)} and another evaluator fa
            "marker, no interval in the table: the download keeps it).")
 
 st.subheader("Table")
-st.caption("Same bytes as " + code_span(f"python -m elitr_core export calibration --reference "
-                                   f"{reference} {cli_arguments(flt)}"))
+st.caption("Full table: same bytes as " + code_span(
+    f"python -m elitr_core export calibration --reference {reference} {cli_arguments(flt)}"))
 small = table["n"] < MIN_BIN_FOR_INTERVAL
 show_table(table.assign(ci_low=table["ci_low"].mask(small), ci_high=table["ci_high"].mask(small)),
-           key="calibration.table")
-download_table(table, "calibration", table="calibration")
+           key="calibration.table", download="calibration",
+           export=Export(table, "calibration"))

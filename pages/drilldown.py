@@ -12,7 +12,7 @@ from ui.auth_ui import RESEARCHER, require_role
 from ui.data import export_table, question_table_frame, scores_frame
 from ui.defaults import DEFAULT_HUMAN, DEFAULT_JUDGE, DEFAULT_MODEL
 from ui.detail import response_detail
-from ui.downloads import download_table
+from ui.downloads import Export
 from ui.figures import show_figure
 from ui.filters import describe, sidebar_filters
 from ui.messages import shown
@@ -86,23 +86,24 @@ with tab:
                              **kept(FACET_KEY, "question_type"))
             show_figure(figures.breakdown_bars, breakdown, facet,
                         name=f"breakdown-{model}-{facet}")
-            show_table(breakdown, key="drilldown.breakdown-table")
-            download_table(breakdown, f"breakdown-{model}", table="breakdown")
+            show_table(breakdown, key="drilldown.breakdown-table",
+                       download=f"breakdown-{model}", export=Export(breakdown, "breakdown"))
         st.caption("Mean score by question type and answer position. "
                    + plain(ANSWER_POSITIONS_NOTE))
     elif tab_label == LOST_IN_MIDDLE:
         with shown():
             lim = export_table("lost-in-middle", model_flt)
-            show_table(lim.assign(effect=lim["p"] < 0.05), key="drilldown.lim-table")
-            download_table(lim, f"lost-in-middle-{model}", table="lost-in-middle")
+            show_table(lim.assign(effect=lim["p"] < 0.05), key="drilldown.lim-table",
+                       download=f"lost-in-middle-{model}", export=Export(lim, "lost-in-middle"))
         st.caption("One-tailed Welch t-test, H1: middle-position questions score lower than "
                    f"the others; p < .05 marks the effect. {plain(ANSWER_POSITIONS_NOTE)}")
     elif tab_label == QUESTIONS:
         shown_rows, score_columns = filtered_questions()
         st.caption("Select a row to read it in full below.")
         picked = show_table(shown_rows, key="drilldown.questions-table", select=True,
-                            keys=("question", *score_columns, "response", "reference"))
-        download_table(shown_rows, f"questions-{model}", key="download.questions")
+                            keys=("question", *score_columns, "response", "reference"),
+                            download=f"questions-{model}", download_key="download.questions",
+                            export=Export(shown_rows))
         response_detail(selected_row(picked, shown_rows), score_columns)
     else:
         shown_rows, score_columns = filtered_questions()
@@ -124,7 +125,7 @@ with tab:
                        "responses scored by both")
             picked_worst = show_table(worst, key="drilldown.worst-table", select=True,
                                       keys=("abs_difference", judge, human, "question",
-                                            "response"))
-            download_table(worst, f"disagreements-{model}-{judge}-{human}",
-                           key="download.worst")
+                                            "response"),
+                                      download=f"disagreements-{model}-{judge}-{human}",
+                                      download_key="download.worst", export=Export(worst))
             response_detail(selected_row(picked_worst, worst), score_columns)

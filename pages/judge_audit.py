@@ -20,7 +20,7 @@ from ui.analysis.judge_audit import (
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import computed, export_table, scores_frame
 from ui.defaults import DEFAULT_BUDGET, DEFAULT_HALF_WIDTH, DEFAULT_HUMAN, DEFAULT_JUDGE
-from ui.downloads import download_table
+from ui.downloads import Export
 from ui.figures import show_figure
 from ui.filters import describe, export_command, sidebar_filters
 from ui.messages import shown
@@ -92,11 +92,10 @@ def section(table: str, explanation: str, extra: str = "", title: str = "",
     if frame is not None:
         if (build := BUILDERS.get(table)) is not None:  # ppi-active: a table only
             figure(build, frame, f"{table}-{judge}-{human}")
-        # rows with human scores first (the download keeps the export's order)
+        # rows with human scores first (the full table keeps the export's order)
         show_table(views.labelled_first(frame), key=f"audit.{table}-table",
-                   keys=KEYS.get(table, ()))
-        download_table(frame, table, table=table)
-    st.caption(explanation + " Same bytes as "
+                   keys=KEYS.get(table, ()), download=table, export=Export(frame, table))
+    st.caption(explanation + " Full table: same bytes as "
                + code_span(export_command(table, identity, extra, flt=flt)))
     return frame
 
@@ -114,7 +113,7 @@ with tab:
                       "the human-scored ones, and prediction-powered means (PPI, and PPI++ with "
                       "the power-tuning lambda) that add the judge's view of the rest to the "
                       "human correction: unbiased, with 95% small-sample (Student t) "
-                      "intervals, and the human mean's betting interval (`human_betting_ci`, "
+                      "intervals, and the human mean's betting interval (Human betting 95% CI, "
                       "under Columns), built for scores bounded by 1..10: wider, but it keeps "
                       "95% where the t intervals do not (few human scores, or scores piled up "
                       "at one end of the scale).")

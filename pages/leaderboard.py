@@ -20,7 +20,7 @@ from ui.analysis.leaderboard import (
 )
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import export_table
-from ui.downloads import download_table
+from ui.downloads import Export
 from ui.figures import show_figure
 from ui.filters import cli_arguments, describe, export_command, sidebar_filters
 from ui.messages import shown
@@ -69,23 +69,22 @@ rank_by = rank.selectbox("Rank by", list(mean.columns),
 context.caption(md("**Main table ({})** · Mean 1-10 score per model, scored by {}", evaluator,
                    evaluator) + f" · {describe(flt)}")
 ranked = views.ranked(mean, rank_by)
-# the download is the export's table: the means in the rank order shown
+# the full table is the export's: the means in the rank order shown
 exported = views.main_table(board, evaluator, rank_by)
 command = export_command("main-table", f"--evaluator {evaluator}", f"--rank-by '{rank_by}'",
                          flt=replace(flt, evaluators=None))
 if several_seeds:
     main = views.mean_std_labels(mean, std)
-    show_table(main.loc[ranked.index].assign(rank=ranked["rank"])[
-        ["rank", *views.means_first(main)]], key="leaderboard.main-table", index=True,
-        keys=main_keys(main))
+    shown_main = main.loc[ranked.index].assign(rank=ranked["rank"])[
+        ["rank", *views.means_first(main)]]
 else:
-    show_table(ranked[["rank", *views.means_first(mean)]], key="leaderboard.main-table",
-               index=True, keys=main_keys(mean))
-download_table(exported, f"leaderboard-main-{evaluator}", table="main-table",
-               key="download.main")
-st.caption(("Mean ± sample standard deviation over seeds (the downloads hold the means). "
+    shown_main = ranked[["rank", *views.means_first(mean)]]
+show_table(shown_main, key="leaderboard.main-table", index=True, keys=main_keys(shown_main),
+           download=f"leaderboard-main-{evaluator}", download_key="download.main",
+           export=Export(exported, "main-table"))
+st.caption(("Mean ± sample standard deviation over seeds (the full table holds the means). "
             if several_seeds else "") + "Click a column title to sort. "
-           + plain(LEADERBOARD_MEAN_NOTE) + " Same bytes as " + code_span(command))
+           + plain(LEADERBOARD_MEAN_NOTE) + " Full table: same bytes as " + code_span(command))
 # a model none of whose scores of this evaluator counts (lapsed, excluded, unparsed) has a
 # row with n 0 and its note (export.unusable): say why its cells are empty
 lost = board[(board["evaluator"] == evaluator) & (board["note"] != "")]
@@ -107,8 +106,8 @@ with tab:
                    + code_span(f"python -m elitr_core export leaderboard {cli_arguments(flt)}")
                    + ". " + plain(LEADERBOARD_MEAN_NOTE))
         show_table(board, key="leaderboard.long-table",
-                   keys=("model", "split", "setting", "mode", "evaluator", "mean", "std", "n"))
-        download_table(board, "leaderboard", table="leaderboard")
+                   keys=("model", "split", "setting", "mode", "evaluator", "mean", "std", "n"),
+                   download="leaderboard", export=Export(board, "leaderboard"))
     elif tab_label == FAMILIES:
         st.caption("Breakdown by question type and answer position of user-defined model "
                    "groups (one NAME=MODEL,MODEL per line), pooled over their members' "
@@ -120,12 +119,12 @@ with tab:
                 families = export_table("breakdown", flt, groups=groups)
                 names = {name for name, _ in groups}
                 families = families[families["model"].isin(names)].reset_index(drop=True)
-                show_table(families, key="leaderboard.families-table")
-                download_table(families, "breakdown-families", key="download.families")
+                show_table(families, key="leaderboard.families-table",
+                           download="breakdown-families", download_key="download.families")
     elif tab_label == DIFFERENTIATING:
         st.caption("The QA/Conv differentiating questions, whose Conv phrasing relies on "
                    "earlier turns (16 dev + 17 test2): mean score in QA-st, QA-mt and Conv-mt, "
-                   "pooled over dev and test2. Same bytes as "
+                   "pooled over dev and test2. Full table: same bytes as "
                    + code_span(f"python -m elitr_core export differentiating {cli_arguments(flt)}"))
         with shown():
             differentiating = export_table("differentiating", flt)
@@ -133,8 +132,9 @@ with tab:
             wide = table.pivot_table(index="model", columns="setting_mode", values="mean")
             show_table(wide[[c for c in SETTING_MODE_ORDER if c in wide.columns]
                             + [c for c in wide.columns if c not in SETTING_MODE_ORDER]],
-                       key="leaderboard.differentiating-table", index=True)
-            download_table(differentiating, "differentiating", table="differentiating")
+                       key="leaderboard.differentiating-table", index=True,
+                       download="differentiating",
+                       export=Export(differentiating, "differentiating"))
     elif flt.models is None or len(flt.models) != 2:
         st.caption("Pick exactly two models in the sidebar (a model and its retrieval run "
                    "`MODEL (bm25)`, say) for their paired difference per question.")
@@ -142,7 +142,7 @@ with tab:
         st.caption("Mean of model_b − model_a over the questions both answered. A meeting's "
                    "questions share its transcript, so the 95% bootstrap interval and p (a "
                    "sign-flip test) take the meeting as the unit; p_naive (Wilcoxon over "
-                   "questions) treats every question as independent. Same bytes as "
+                   "questions) treats every question as independent. Full table: same bytes as "
                    + code_span("python -m elitr_core export model-difference "
                                + cli_arguments(flt)))
         with shown():
@@ -151,5 +151,5 @@ with tab:
                 pair = difference.iloc[0]
                 st.caption(md("model_a is {}, model_b {}; the notes, wilcoxon and p_naive are "
                               "under Columns.", pair["model_a"], pair["model_b"]))
-            show_table(difference, key="leaderboard.difference-table", keys=DIFFERENCE_KEYS)
-            download_table(difference, "model-difference", table="model-difference")
+            show_table(difference, key="leaderboard.difference-table", keys=DIFFERENCE_KEYS,
+                       download="model-difference", export=Export(difference, "model-difference"))

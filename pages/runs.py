@@ -13,7 +13,7 @@ from elitr_core.generation import status as run_status
 from ui import warm
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import clear_caches, get_engine_or_stop
-from ui.downloads import download_table
+from ui.downloads import Export
 from ui.run_form import job_form
 from ui.tables import show_table
 from ui.text import code_span, md, plain
@@ -76,11 +76,12 @@ def show_status(engine: Engine) -> bool:
                    "imported (the bundled ELITR-Bench responses or `import`), which have no "
                    "progress or token usage to show. A running run's answers/s and time left "
                    f"(eta, min:s) update every {REFRESH_S:g} s.")
-        show_table(with_speed(runs), key="runs.runs-table", keys=RUN_KEYS,
-                   column_config={"progress": progress})
-        st.caption("Downloads: every run with what made it, as "
+        st.caption("Full table downloads: every run with what made it, as "
                    + code_span("python -m elitr_core export runs") + " writes it.")
-        download_table(partial(_runs_export, engine), "runs", table="runs", key="download.runs")
+        show_table(with_speed(runs), key="runs.runs-table", keys=RUN_KEYS,
+                   column_config={"progress": progress}, download="runs",
+                   download_key="download.runs",
+                   export=Export(partial(_runs_export, engine), "runs"))
         chosen = st.selectbox("Run config", runs["run"], key="runs.config_of",
                               format_func=lambda i: f"#{i} " +
                               runs.set_index("run").loc[i, "model"])

@@ -1,7 +1,14 @@
-"""Download buttons under tables and figures, rendered only when clicked."""
+"""Download buttons under tables and figures, rendered only when clicked.
+
+A table's "as shown" downloads render the table the page draws (``ui.tables.show_table``
+passes its :class:`~elitr_core.export.shown_table.ShownTable` here); the "Full table"
+downloads render an export table with the contract's names through
+``elitr_core.export.formats.render``, byte-identical to the CLI's ``export``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -19,12 +26,26 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+    from elitr_core.export.shown_table import ShownTable
+
     Table: TypeAlias = pd.DataFrame | Callable[[], pd.DataFrame]
     """A table, or a function computing it (on the click)."""
 
 _MIME = {"csv": "text/csv", "json": "application/json", "latex": "application/x-tex",
          "png": "image/png", "svg": "image/svg+xml"}
 _SUFFIX = {"csv": "csv", "json": "json", "latex": "tex", "png": "png", "svg": "svg"}
+_LABEL = {"csv": "CSV", "json": "JSON", "latex": "LaTeX"}
+TABLE_FORMATS = ("csv", "json", "latex")
+
+
+@dataclass(frozen=True)
+class Export:
+    """The export table behind a table shown: ``frame`` (or a function computing it on the
+    click) and, for a table of the export contract, its name ``table`` (its columns are then
+    checked, and the download is what ``python -m elitr_core export TABLE`` writes)."""
+
+    frame: Table
+    table: str | None = None
 
 
 def _render(frame: Table, fmt: str, table: str | None) -> str:
@@ -33,25 +54,45 @@ def _render(frame: Table, fmt: str, table: str | None) -> str:
     return render(frame() if callable(frame) else frame, fmt, table)
 
 
+def download_shown(shown: ShownTable, name: str, *, key: str | None = None,
+                   export: Export | None = None) -> None:
+    """CSV, JSON and LaTeX of the table as ``shown`` (keys ``{key}.shown.{fmt}``), and with
+    ``export`` the "Full table" CSV, JSON and LaTeX beside them (keys ``{key}.{fmt}``), each
+    rendered only when clicked."""
+    key = key or f"download.{name}"
+    file_name = file_label(name)  # the sidebar's filters, as a figure's PNG names them
+    cols = st.columns([1, 1, 1, 1.6, 1.6, 1.6, 1] if export else [1, 1, 1, 6])
+    help_shown = "The table as shown: its columns, rows and order, the headings shown"
+    for col, fmt in zip(cols[:3], TABLE_FORMATS, strict=True):
+        # rendered when clicked: a rerun of the page does not pay for it
+        col.download_button(plain(_LABEL[fmt]), partial(shown.render, fmt),
+                            file_name=f"{file_name}.{_SUFFIX[fmt]}", mime=_MIME[fmt],
+                            key=f"{key}.shown.{fmt}", on_click="ignore", help=help_shown,
+                            icon=":material/download:" if fmt == "csv" else None)
+    if export:
+        _full_buttons(cols[3:6], export, file_name, key)
+
+
+def _full_buttons(cols: list[st.delta_generator.DeltaGenerator], export: Export,
+                  file_name: str, key: str) -> None:
+    what = f"export {export.table}" if export.table else "the export"
+    for col, fmt in zip(cols, TABLE_FORMATS, strict=True):
+        col.download_button(plain(f"Full table {_LABEL[fmt]}"),
+                            partial(_render, export.frame, fmt, export.table),
+                            file_name=f"{file_name}-full.{_SUFFIX[fmt]}", mime=_MIME[fmt],
+                            key=f"{key}.{fmt}", on_click="ignore",
+                            help=f"Every column and row of {what}, under the export's "
+                                 "column names (what the command line writes)")
+
+
 def download_table(frame: Table, name: str, *, table: str | None = None,
                    key: str | None = None) -> None:
-    """CSV, JSON and LaTeX download buttons under a table, rendered by
-    ``elitr_core.export.formats.render`` (so an export-contract table is byte-identical to
-    the CLI's; pass ``table`` to check its columns), only when clicked. ``frame`` may be a
-    function returning the table: it is then computed on the click too."""
-
+    """The "Full table" CSV, JSON and LaTeX of an export table the page does not show as a
+    table (rendered by ``elitr_core.export.formats.render``, byte-identical to the CLI's;
+    ``table`` checks its columns), only when clicked. A table the page shows gets its
+    downloads from ``ui.tables.show_table(download=...)``."""
     key = key or f"download.{name}"
-    name = file_label(name)  # the sidebar's filters, as a figure's PNG names them
-    cols = st.columns([1, 1, 1, 6])
-    # rendered when clicked, like JSON and LaTeX: a rerun of the page does not pay for it
-    cols[0].download_button("CSV", partial(_render, frame, "csv", table), file_name=f"{name}.csv",
-                            mime=_MIME["csv"], key=f"{key}.csv", icon=":material/download:",
-                            on_click="ignore")
-    for col, fmt in zip(cols[1:3], ("json", "latex"), strict=True):
-        col.download_button(plain(fmt.upper()) if fmt == "json" else "LaTeX",
-                            partial(_render, frame, fmt, table),
-                            file_name=f"{name}.{_SUFFIX[fmt]}", mime=_MIME[fmt],
-                            key=f"{key}.{fmt}", on_click="ignore")
+    _full_buttons(st.columns([2, 2, 2, 3])[:3], Export(frame, table), file_label(name), key)
 
 
 @st.cache_resource(ttl=CACHE_TTL_S, show_spinner=False)

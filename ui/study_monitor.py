@@ -10,7 +10,7 @@ from elitr_core.annotation.stopping import monitor_table, stop_state
 from elitr_core.data.database import reading
 from elitr_core.export.audit_figures import sequence_plot
 from ui.data import database_url, engine
-from ui.downloads import download_table
+from ui.downloads import Export, download_table
 from ui.figures import show_figure
 from ui.messages import guarded
 from ui.tables import show_table
@@ -62,14 +62,14 @@ def monitor_tab(names: list[str]) -> None:
     st.caption("A confidence sequence holds the truth at every look with 95% probability, so "
                "it may be watched after every score and the study stopped whenever it is "
                "narrow enough; the fixed-n t interval (dotted) keeps 95% only for a number of "
-               "scores fixed in advance and looked at once. expected_further is an estimate: "
-               "the median of 50 continuations drawn from the scores seen so far. Same bytes "
-               "as " + code_span(f"python -m elitr_core export study-monitor --human "
+               "scores fixed in advance and looked at once. Expected further is an estimate: "
+               "the median of 50 continuations drawn from the scores seen so far. Full table: "
+               "same bytes as " + code_span(f"python -m elitr_core export study-monitor --human "
                                  f"POOL:{study} --half-width {half:g}") + ".")
     with guarded():
         summary, sequences = _tables(database_url(), study, float(half))
-        show_table(summary, key="studies.monitor-table", keys=SUMMARY_KEYS)
-        download_table(summary, f"study-monitor-{study}", table="study-monitor")
+        show_table(summary, key="studies.monitor-table", keys=SUMMARY_KEYS,
+                   download=f"study-monitor-{study}", export=Export(summary, "study-monitor"))
         targets = [t for t in ("human", "bias", "ppi") if (sequences["target"] == t).any()]
         if not targets:
             st.caption("No scored response yet.")

@@ -12,7 +12,7 @@ from elitr_core.data.browse import ScoreFilter
 from elitr_core.data.database import writing
 from elitr_core.stats.silver_aggregate import small_n_caveat
 from ui.data import engine, export_table, forget_scores
-from ui.downloads import download_table
+from ui.downloads import Export
 from ui.messages import guarded, shown
 from ui.tables import show_table
 from ui.text import code_span, md, plain
@@ -78,7 +78,7 @@ def reliability_section(slug: str, study: str) -> None:
                "response's aggregate): bias is how much higher than the aggregate the "
                "annotator scores, noise_sd how far their scores scatter about it, weight their "
                "share in the aggregate (1 = average), mean_abs_error their mean distance from "
-               "it in points. Same bytes as "
+               "it in points. Full table: same bytes as "
                + code_span(f"python -m elitr_core export annotator-reliability --evaluator "
                            f"{slug}") + "; " + code_span("export silver-aggregate")
                + " gives the reliability-weighted aggregate beside the mean and the median.")
@@ -87,9 +87,9 @@ def reliability_section(slug: str, study: str) -> None:
         caveat = small_n_caveat(reliability)
         if caveat:
             st.warning(plain(caveat), icon=":material/warning:")
-        show_table(reliability, key="studies.reliability-table")
-        download_table(reliability, f"annotator-reliability-{study}",
-                       table="annotator-reliability")
+        show_table(reliability, key="studies.reliability-table",
+                   download=f"annotator-reliability-{study}",
+                   export=Export(reliability, "annotator-reliability"))
 
 
 def quality_section(study: str, report: pd.DataFrame, slug: str) -> None:

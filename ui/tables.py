@@ -2,9 +2,13 @@
 (``.056``, ``< .001``), missing cells as an en dash, an interval as one ``[low, high]`` column,
 key columns first and the rest behind a column picker.
 
-Display only: the CSV/JSON/LaTeX downloads are rendered from the unformatted frame
-(``ui.downloads.download_table``) and stay byte-identical to the CLI. The formatting rules
-themselves live in :mod:`elitr_core.export.display` (pure, tested without Streamlit).
+A table's downloads come from the table shown (``download=``): one
+:class:`~elitr_core.export.shown_table.ShownTable` is what the grid draws and what the "as
+shown" CSV/JSON/LaTeX render, so a page cannot show one table and download another; where the
+export holds more, ``export=`` adds the "Full table" downloads, byte-identical to the CLI
+(``ui.downloads``). Headings are the columns' display names
+(:mod:`elitr_core.export.column_labels`). The formatting rules themselves live in
+:mod:`elitr_core.export.display` (pure, tested without Streamlit).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
+from elitr_core.export.column_labels import column_label
 from elitr_core.export.display import (
     MISSING,
     STYLE_CELL_LIMIT,
@@ -25,6 +30,8 @@ from elitr_core.export.display import (
     styled,
     with_interval_texts,
 )
+from elitr_core.export.shown_table import ShownTable
+from ui.downloads import Export, download_shown
 from ui.text import md
 
 if TYPE_CHECKING:
@@ -39,12 +46,19 @@ ones (``reference``: the reference evaluator's name) keep the width of their con
 
 def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
                index: bool = False, select: bool = False,
-               column_config: dict[str, Any] | None = None,
+               column_config: dict[str, Any] | None = None, download: str | None = None,
+               export: Export | None = None, download_key: str | None = None,
                ) -> DeltaGenerator | DataframeState:
     """Show ``frame`` formatted; ``keys`` (those present) come first, and when given, the other
     columns hide behind a "Columns" picker. With ``select``, one row can be picked; the
     selection event is returned (``event.selection.rows``). ``column_config`` adds Streamlit
-    column settings (a progress bar, say) to the number formats.
+    column settings (a progress bar, say) to the number formats. Each column is headed by its
+    display name (``column_labels``).
+
+    ``download`` (a file name): CSV, JSON and LaTeX of the table as shown under it (its
+    columns, rows, order, headings and, in LaTeX, its rounding), keys
+    ``{download_key}.shown.{csv,json,latex}`` (``download_key``: ``download.{download}``);
+    ``export``: the "Full table" downloads beside them, keys ``{download_key}.{fmt}``.
 
     So that a table fits a 1366 px screen, an interval shows as one text column, ``[low, high]``
     (``display.with_interval_texts``; the grid's own CSV download writes it whole, and a
@@ -67,15 +81,20 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
     if keys and rest:
         with st.popover("Columns", icon=":material/view_column:"):
             extra = st.multiselect("More columns", rest, key=f"{key}.columns",
-                                   placeholder="key columns only")
+                                   format_func=column_label, placeholder="key columns only")
         shown_columns = first + [c for c in rest if c in extra]
+    given = {c: v["label"] for c, v in (column_config or {}).items()
+             if isinstance(v, dict) and v.get("label")}
+    table = ShownTable(shown, tuple(shown_columns), index=index, given_labels=given)
+    labels = table.labels
     wide = [c for c in TEXT_COLUMNS if c in frame.columns
             and frame[c].astype(str).str.len().max() > LONG_TEXT]
     config: dict[str, Any] = {c: st.column_config.TextColumn(width="large") for c in wide}
     if data is shown:  # no Styler: the browser formats the numbers
         config.update({c: st.column_config.NumberColumn(format=f)
                        for c, f in printf_formats(frame).items()})
-    widths = column_widths(shown, [c for c in shown_columns if c not in wide], intervals=False)
+    widths = column_widths(shown, [c for c in shown_columns if c not in wide], intervals=False,
+                           headers=labels)
     for label, (low, high) in intervals.items():
         config[label] = st.column_config.TextColumn(
             help=md("{} to {} (both columns in the download)", low, high))
@@ -84,11 +103,17 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
         given = config.get(column, {})
         if isinstance(given, dict) and not given.get("width"):
             config[column] = {**given, "width": width}
+    for column in table.shown_columns:  # the heading: its display name
+        name = "_index" if index and column == table.index_name else column
+        config[name] = {**config.get(name, {}), "label": labels[column]}
     options: dict[str, Any] = {"on_select": "rerun", "selection_mode": "single-row"} \
         if select else {}
-    return st.dataframe(data, hide_index=not index, width="stretch", key=key,
-                        column_order=shown_columns, column_config=config,
-                        placeholder=MISSING, **options)
+    event = st.dataframe(data, hide_index=not index, width="stretch", key=key,
+                         column_order=shown_columns, column_config=config,
+                         placeholder=MISSING, **options)
+    if download:
+        download_shown(table, download, key=download_key, export=export)
+    return event
 
 
 def selected_row(event: object, frame: pd.DataFrame) -> pd.Series | None:
@@ -100,15 +125,18 @@ def selected_row(event: object, frame: pd.DataFrame) -> pd.Series | None:
 
 
 def show_table_and_notes(frame: pd.DataFrame, *, key: str, label: Sequence[str],
-                         keys: Sequence[str] | None = None) -> DeltaGenerator | DataframeState:
+                         keys: Sequence[str] | None = None,
+                         **downloads: Any) -> DeltaGenerator | DataframeState:
     """:func:`show_table` with the ``note`` column behind the "Columns" picker and each
     distinct note written under the table as plain text, after the ``label`` columns of its
     first row (``raters``, ``group``): a long note would push the figures out of a 1366 px
     window, and a note read under the table is read whole. ``keys``: the columns shown first
-    (default: every column but the note)."""
+    (default: every column but the note); ``downloads``: :func:`show_table`'s ``download``,
+    ``export`` and ``download_key`` (the notes are in the downloads' ``note`` column only when
+    it is picked)."""
     notes = frame.get("note", pd.Series(dtype="string")).fillna("").astype(str)
     shown_keys = [c for c in (frame.columns if keys is None else keys) if c != "note"]
-    event = show_table(frame, key=key, keys=shown_keys)
+    event = show_table(frame, key=key, keys=shown_keys, **downloads)
     shown: set[str] = set()
     for index, note in notes.items():
         if note and note not in shown:

@@ -202,6 +202,20 @@ def display_strings(frame: pd.DataFrame) -> list[list[str]]:
     return [list(row) for row in zip(*columns, strict=True)] if columns else []
 
 
+def shown_texts(frame: pd.DataFrame) -> list[list[str]]:
+    """Every cell of ``frame`` as the grid shows it (row by row): :func:`display_strings`
+    where :func:`styled` sends them, else what the browser's printf formats write
+    (:data:`PRINTF`: a p-value to three decimals, no interval merged), a missing cell the en
+    dash."""
+    if frame.size <= STYLE_CELL_LIMIT and frame.columns.is_unique:
+        return display_strings(frame)
+    printf = {c: _formatter("{:.3f}") for c in frame.columns if is_p_column(c)
+              and pd.api.types.is_numeric_dtype(frame[c])}
+    formats = {**formatters(frame), **printf}
+    columns = [_column_strings(frame, c, formats) for c in frame.columns]
+    return [list(row) for row in zip(*columns, strict=True)] if columns else []
+
+
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
@@ -324,16 +338,21 @@ def _widest_candidates(frame: pd.DataFrame, column: Any,
 
 
 def column_widths(frame: pd.DataFrame, columns: Sequence[str], *, intervals: bool = True,
-                  cap: int = MAX_COLUMN_PX) -> dict[str, int]:
+                  cap: int = MAX_COLUMN_PX,
+                  headers: dict[str, str] | None = None) -> dict[str, int]:
     """Per column of ``columns`` (names of ``frame``), the width (px) that shows its header and
     its widest shown text whole (:func:`column_width_px`); with ``intervals``, the low column
-    of an interval is measured as the interval it shows (its header :func:`interval_label`)."""
+    of an interval is measured as the interval it shows (its header :func:`interval_label`).
+    ``headers``: the heading shown for a column, where it is not the column's name."""
     if not frame.columns.is_unique:
         return {}
     formats = formatters(frame)
     shown = interval_strings(frame) if intervals else {}
     intervals_shown = {low: texts for low, texts in shown.items() if low in columns}
-    return {column: column_width_px(interval_label(column), intervals_shown[column], cap=cap)
+    headers = headers or {}
+    return {column: column_width_px(headers.get(column, interval_label(column)),
+                                    intervals_shown[column], cap=cap)
             if column in intervals_shown
-            else column_width_px(column, _widest_candidates(frame, column, formats), cap=cap)
+            else column_width_px(headers.get(column, column),
+                                 _widest_candidates(frame, column, formats), cap=cap)
             for column in columns if column in frame.columns}

@@ -122,10 +122,13 @@ def _latex_escape(text: str) -> str:
     return text.translate(_LATEX)
 
 
-def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | None = None) -> str:
+def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | None = None,
+             texts: list[list[str]] | None = None) -> str:
     """A booktabs table (needs ``\\usepackage{booktabs}``; names in scripts other than Latin
     need XeLaTeX, see docs/security.md); numbers to 2 decimals, t to 3, p-values in the APA
-    style (``.056``, ``< .001``: ``display.format_p``)."""
+    style (``.056``, ``< .001``: ``display.format_p``). ``texts``: each cell's text as a page
+    shows it (row by row), written instead, so that a table's LaTeX has the page's rounding
+    (a number column stays right-aligned)."""
     from elitr_core.export.display import format_p, is_p_column
 
     def cell(column: str, value: Any) -> str:
@@ -144,7 +147,9 @@ def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | No
         " & ".join(_latex_escape(str(c)) for c in frame.columns) + r" \\",
         r"\midrule",
     ]
-    for row in frame.itertuples(index=False):
+    if texts is not None:
+        lines += [" & ".join(_latex_text(t) for t in row) + r" \\" for row in texts]
+    for row in frame.itertuples(index=False) if texts is None else ():
         lines.append(
             " & ".join(cell(c, v) for c, v in zip(frame.columns, row, strict=True)) + r" \\"
         )
@@ -152,6 +157,13 @@ def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | No
     lines += [rf"\label{{{label}}}"] if label else []
     lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"
+
+
+def _latex_text(text: str) -> str:
+    """A shown cell's text in LaTeX: escaped, ``<`` and ``>`` of a p-value in math mode."""
+    if text.startswith(("< ", "> ")):
+        return f"${text[0]}$ {_latex_escape(text[2:])}"
+    return _latex_escape(text)
 
 
 def arrow_table(frame: pd.DataFrame) -> Any:

@@ -48,7 +48,7 @@ VIEWS: tuple[View, ...] = (
     ("agreement", "Correlation between evaluators", (), ("95% percentile",)),
     ("agreement", "Intraclass correlation", (), ("Koo & Li",)),
     ("agreement", "Two evaluators", (), ("Bias of",)),
-    ("calibration", None, (), ("Same bytes as",)),
+    ("calibration", None, (), ("same bytes as",)),
     ("judge_audit", "PPI leaderboard", (("Human (scores a subset)", SAMPLED),),
      ("The ranking each estimate implies", "Sampled study")),
     ("judge_audit", "Judge effects", (("Human (scores a subset)", "gold-human"),),

@@ -93,6 +93,18 @@ def _latex_cell(text: str) -> str:
     return text
 
 
+#: what LaTeX cannot hold in a table cell: a line break or tab is a space, a control
+#: character is left out (``elitr_core.export.formats``)
+_LATEX_SAFE = str.maketrans({"\n": " ", "\r": " ", "\t": " ",
+                             **{chr(c): None for c in [*range(0x20), 0x7F]
+                                if chr(c) not in "\n\r\t"}})
+
+
+def latex_text(text: str) -> str:
+    """A shown text as a LaTeX table can hold it: line breaks and tabs as spaces."""
+    return text.translate(_LATEX_SAFE)
+
+
 def latex_rows(latex: str) -> tuple[list[str], list[list[str]]]:
     """A booktabs table's headings and rows, each cell as the text it prints."""
     lines = latex.splitlines()
@@ -123,6 +135,8 @@ def _same_number(shown: str, value: str) -> bool:
         return False
     decimals = len(match.group("decimals") or "")
     text = f"{number:,.{decimals}f}"
+    if "," not in shown:
+        text = text.replace(",", "")  # printf's "%.2f" has no thousands separator
     if text.startswith("-") and not text.strip("-0.,"):
         text = text[1:]  # the page shows no negative zero
     if match.group("whole") == "" and text.startswith(("0.", "-0.")):
@@ -145,8 +159,11 @@ def assert_download_equals(shown: Shown, data: bytes, fmt: str) -> None:
     text = data.decode("utf-8")
     if fmt == "latex":
         headings, rows = latex_rows(text)
-        assert headings == shown.headings
-        assert rows == shown.rows, "every LaTeX cell is the text the page shows"
+        assert headings == [latex_text(h) for h in shown.headings]
+        want = [[latex_text(t) for t in row] for row in shown.rows]
+        assert len(rows) == len(want)
+        for number, (got, cells) in enumerate(zip(rows, want, strict=True)):
+            assert got == cells, f"row {number}: every LaTeX cell is the text the page shows"
         return
     if fmt == "csv":
         headings, *rows = list(csv.reader(io.StringIO(text)))
@@ -162,3 +179,35 @@ def assert_download_equals(shown: Shown, data: bytes, fmt: str) -> None:
         wrong = [(h, w, g) for h, w, g in zip(shown.headings, want, got, strict=True)
                  if not _same_cell(w, g)]
         assert not wrong, f"row {number}: (heading, shown, downloaded) {wrong}"
+
+
+def _walk(node: Any) -> Any:
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _walk(child)
+
+
+def table_above(at: Any, key: str) -> Any:
+    """The dataframe element drawn last before the download button ``{key}.shown.csv`` (the
+    table that button downloads) in the AppTest ``at``."""
+    from streamlit.testing.v1.element_tree import Dataframe, DownloadButton
+
+    last = None
+    for node in _walk(at._tree):
+        if isinstance(node, Dataframe):
+            last = node
+        elif isinstance(node, DownloadButton) and node.key == f"{key}.shown.csv":
+            assert last is not None, f"no table above {key}"
+            return last
+    raise AssertionError(f"no download button {key}.shown.csv on the page")
+
+
+def assert_downloads_as_shown(at: Any, key: str) -> Shown:
+    """The "as shown" CSV, JSON and LaTeX under a table of the AppTest ``at`` (download key
+    ``key``) are the table above them as shown (:func:`assert_download_equals`)."""
+    from tests.pages.analysis_support import download_bytes
+
+    shown = shown_table(table_above(at, key))
+    for fmt in ("csv", "json", "latex"):
+        assert_download_equals(shown, download_bytes(at, f"{key}.shown.{fmt}"), fmt)
+    return shown

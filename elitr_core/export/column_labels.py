@@ -10,9 +10,13 @@ instead, and a table's "as shown" download writes the labels the page shows
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 _CI = "95% CI"
+#: a column name in snake case (``abs_difference``): read with spaces; any other name a page
+#: adds (an evaluator's, ``gpt-4``; ``answers/s``) is shown as it is
+_SNAKE = re.compile(r"[a-z]+(_[a-z0-9]+)+")
 
 #: The benchmark's words: keys, settings and the people and programs that score.
 _KEYS = {
@@ -99,11 +103,14 @@ COLUMN_LABELS: dict[str, str] = {
 
 
 def column_label(name: object) -> str:
-    """The heading a page shows for column ``name``: its :data:`COLUMN_LABELS` entry, else the
-    name with its underscores as spaces and a capital first letter (a column a page adds)."""
+    """The heading a page shows for column ``name``: its :data:`COLUMN_LABELS` entry; else a
+    snake-case name (a column a page adds: ``abs_difference``) with spaces and a capital first
+    letter; else the name as it is (an evaluator's name as a column: ``gpt-4``)."""
     text = str(name)
     if text in COLUMN_LABELS:
         return COLUMN_LABELS[text]
+    if not _SNAKE.fullmatch(text):
+        return text
     spaced = text.replace("_", " ")
     return spaced[:1].upper() + spaced[1:]
 
@@ -111,8 +118,8 @@ def column_label(name: object) -> str:
 def column_labels(names: Iterable[object]) -> dict[str, str]:
     """``{name: label}`` for ``names``; a label two columns would share is followed by the
     column's name in parentheses, so that a download's headings stay distinct."""
-    names = [str(n) for n in names]
-    labels = {n: column_label(n) for n in names}
-    taken = [labels[n] for n in names]
+    texts = [str(n) for n in names]
+    labels = {n: column_label(n) for n in texts}
+    taken = [labels[n] for n in texts]
     return {n: f"{label} ({n})" if taken.count(label) > 1 else label
             for n, label in labels.items()}

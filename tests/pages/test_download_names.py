@@ -28,7 +28,7 @@ def test_csv_and_figure_names_carry_the_sidebar_filters(
         bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> None:
     at = set_filters(open_page(bundled_sqlite, monkeypatch, "calibration"),
                      split="test2", setting="qa", mode="st")
-    csv_name = file_name(at, "download.calibration.csv")
+    csv_name = file_name(at, "download.calibration.shown.csv")
     assert csv_name == "calibration-test2-qa-st.csv"
     import kaleido
 

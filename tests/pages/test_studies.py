@@ -370,6 +370,10 @@ def test_quality_control_shows_each_annotator_s_reliability(
     assert all(f"{name} (6)" in caveat for name in answers) and "mostly chance" in caveat
     assert download_bytes(app, "download.annotator-reliability-s.csv") == cli_export(
         url, "annotator-reliability", tmp_path / "r.csv", "--evaluator", slug)
+    from tests.downloads import assert_downloads_as_shown
+
+    shown = assert_downloads_as_shown(app, "download.annotator-reliability-s")
+    assert len(shown.rows) == 3 and "Noise SD" in shown.headings
 
 
 def test_monitor_tab_shows_the_exported_sequences_and_the_stop(
@@ -400,6 +404,9 @@ def test_monitor_tab_shows_the_exported_sequences_and_the_stop(
                                   "gold-human:w", *options)
         assert len(page.splitlines()) > 2
     assert len(app.get("plotly_chart")) == 1
+    from tests.downloads import assert_downloads_as_shown
+
+    assert assert_downloads_as_shown(app, "download.study-monitor-w").rows
 
 
 @pytest.mark.parametrize("separator", ["; ", ", "])

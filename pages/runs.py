@@ -64,7 +64,7 @@ def show_status(engine: Engine) -> bool:
         runs = pd.DataFrame(run_status.generation_runs(session, include_imported=True))
         judges = pd.DataFrame(run_status.judge_passes(session))
         unparsed = pd.DataFrame(run_status.unparsed_judgments(session))
-    progress = st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)
+    progress = st.column_config.ProgressColumn("Progress", min_value=0.0, max_value=1.0)
     st.subheader("Generation runs")
     if runs.empty:
         st.info("No generation run yet: start one below or with `python -m elitr_core generate`.")

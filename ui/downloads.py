@@ -62,12 +62,13 @@ def download_shown(shown: ShownTable, name: str, *, key: str | None = None,
     key = key or f"download.{name}"
     file_name = file_label(name)  # the sidebar's filters, as a figure's PNG names them
     cols = st.columns([1, 1, 1, 1.6, 1.6, 1.6, 1] if export else [1, 1, 1, 6])
-    help_shown = "The table as shown: its columns, rows and order, the headings shown"
     for col, fmt in zip(cols[:3], TABLE_FORMATS, strict=True):
         # rendered when clicked: a rerun of the page does not pay for it
         col.download_button(plain(_LABEL[fmt]), partial(shown.render, fmt),
                             file_name=f"{file_name}.{_SUFFIX[fmt]}", mime=_MIME[fmt],
-                            key=f"{key}.shown.{fmt}", on_click="ignore", help=help_shown,
+                            key=f"{key}.shown.{fmt}", on_click="ignore",
+                            help=plain("The table as shown: its columns, rows and order, "
+                                       "under the headings shown"),
                             icon=":material/download:" if fmt == "csv" else None)
     if export:
         _full_buttons(cols[3:6], export, file_name, key)
@@ -81,8 +82,8 @@ def _full_buttons(cols: list[st.delta_generator.DeltaGenerator], export: Export,
                             partial(_render, export.frame, fmt, export.table),
                             file_name=f"{file_name}-full.{_SUFFIX[fmt]}", mime=_MIME[fmt],
                             key=f"{key}.{fmt}", on_click="ignore",
-                            help=f"Every column and row of {what}, under the export's "
-                                 "column names (what the command line writes)")
+                            help=md("Every column and row of {}, under the export's column "
+                                    "names (what the command line writes)", what))
 
 
 def download_table(frame: Table, name: str, *, table: str | None = None,

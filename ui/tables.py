@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 from elitr_core.export.column_labels import column_label
 from elitr_core.export.display import (
@@ -90,7 +91,9 @@ def show_table(frame: pd.DataFrame, *, key: str, keys: Sequence[str] = (),
     wide = [c for c in TEXT_COLUMNS if c in frame.columns
             and frame[c].astype(str).str.len().max() > LONG_TEXT]
     config: dict[str, Any] = {c: st.column_config.TextColumn(width="large") for c in wide}
-    if data is shown:  # no Styler: the browser formats the numbers
+    # no Styler: the browser formats the numbers (a frame whose negative zeros were set to 0.0
+    # is a copy: it was shown unformatted, 2.2571631347968975 for 2.26)
+    if not isinstance(data, Styler):
         config.update({c: st.column_config.NumberColumn(format=f)
                        for c, f in printf_formats(frame).items()})
     widths = column_widths(shown, [c for c in shown_columns if c not in wide], intervals=False,

@@ -106,7 +106,7 @@ def test_calibration_csv_download_in_chromium(shared_server: str, browser: objec
         lambda d: d.find_elements("xpath", xpath))  # type: ignore[attr-defined]
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", buttons[-1])  # type: ignore[attr-defined]
     buttons[-1].click()
-    target = downloads / "calibration.csv"
+    target = downloads / "calibration-full.csv"  # the last CSV button: the full table
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not target.exists():
         time.sleep(0.3)

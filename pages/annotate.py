@@ -14,6 +14,7 @@ in view.
 import time
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from elitr_core.annotation.auth import StudyEnded
 from elitr_core.annotation.guidelines import (
@@ -248,7 +249,7 @@ def _last(position: int | None) -> tuple[QueueView, ItemView] | None:
 
 
 @st.fragment
-def _item_area() -> None:
+def _item_area(progress: DeltaGenerator) -> None:
     """Everything of the page but its style, keys and walkthrough: a submit, Back or Next
     (a fragment's widget) reruns only this, not app.py, the page and its other elements
     (bench/bench_launch.py: two fifths of an item's server CPU). The whole page's run draws
@@ -277,15 +278,10 @@ def _item_area() -> None:
     if away:
         assert last is not None
         view = last[0]
-    # one horizontal container, not st.columns: 1 block instead of 5, each a message
-    head = st.container(horizontal=True, vertical_alignment="center", gap="medium")
-    head.markdown(md("##### Scoring: {}", view.study_name), width="stretch")
-    head.progress(view.answered / max(view.total, 1), width="stretch",
-                  text=md("{} of {} items scored", view.answered, view.total))
-    with head.popover("Guidelines", icon=":material/menu_book:", width=160):
-        _guidelines()
-    head.button("?", key="annotate-help", help="The keyboard walkthrough again",
-                on_click=lambda: st.session_state.update({TOUR_OPEN_KEY: True}))
+    # the header's progress bar, drawn from here into its place in the header (the header
+    # itself is the whole page's, drawn once, not on every submit)
+    progress.progress(view.answered / max(view.total, 1), width="stretch",
+                      text=md("{} of {} items scored", view.answered, view.total))
     # one place for the error, drawn empty when there is none: an item's run draws the
     # same elements in the same places as the last item's
     error = st.empty()
@@ -362,6 +358,14 @@ def _item(view: QueueView, item: ItemView, position: int) -> None:
 st.html(COMPACT_CSS)
 if st.session_state.get(POSITION_KEY) is not None and st.session_state.pop(TOUR_OPEN_KEY, False):
     _tour()
+# one horizontal container, not st.columns: 1 block instead of 5, each a message
+head = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+head.markdown(md("##### Scoring: {}", entry.study_name), width="stretch")
+progress_place = head.empty()  # the item area draws the progress bar there
+with head.popover("Guidelines", icon=":material/menu_book:", width=160):
+    _guidelines()
+head.button("?", key="annotate-help", help="The keyboard walkthrough again",
+            on_click=lambda: st.session_state.update({TOUR_OPEN_KEY: True}))
 st.session_state[FULL_KEY] = True
-_item_area()
+_item_area(progress_place)
 st.html(KEYS_JS, unsafe_allow_javascript=True)

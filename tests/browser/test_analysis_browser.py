@@ -101,12 +101,16 @@ def test_calibration_csv_download_in_chromium(shared_server: str, browser: objec
     from selenium.webdriver.support.ui import WebDriverWait
 
     open_page(browser, shared_server, "Calibration", wait_for_text)
-    xpath = "//div[@data-testid='stDownloadButton']//button[contains(., 'CSV')]"
-    buttons = WebDriverWait(browser, 60).until(
-        lambda d: d.find_elements("xpath", xpath))  # type: ignore[attr-defined]
-    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", buttons[-1])  # type: ignore[attr-defined]
-    buttons[-1].click()
-    target = downloads / "calibration-full.csv"  # the last CSV button: the full table
+    # the button a reader clicks: the displayed one labelled "Full table CSV" (the page also
+    # holds download buttons whose text holds 'CSV' and that are not displayed: no size)
+    xpath = ("//div[@data-testid='stDownloadButton']//button"
+             "[normalize-space(.)='Full table CSV']")
+    button = WebDriverWait(browser, 60).until(
+        lambda d: next((b for b in d.find_elements("xpath", xpath)  # type: ignore[attr-defined]
+                        if b.is_displayed()), None))
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)  # type: ignore[attr-defined]
+    button.click()
+    target = downloads / "calibration-full.csv"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not target.exists():
         time.sleep(0.3)

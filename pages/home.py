@@ -8,6 +8,7 @@ from elitr_core.data.database import reading
 from elitr_core.vocab import setting_mode_label
 from ui.auth_ui import RESEARCHER, require_role
 from ui.data import get_engine_or_stop
+from ui.downloads import download_dataset
 from ui.preload import preload_elements
 from ui.tables import show_table
 from ui.text import plain
@@ -43,6 +44,8 @@ with left:
 with right:
     st.subheader("Scores per evaluator")
     show_table(evaluators, key="home.evaluators-table")
+    if counts["scores"]:  # the dataset of every score (docs/harnesses-and-datasets.md)
+        download_dataset()
 
 st.subheader("Meetings")
 missing = int((~meeting_rows["transcript"].astype(bool)).sum()) if not meeting_rows.empty else 0

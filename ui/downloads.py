@@ -125,3 +125,24 @@ def download_figure(fig: go.Figure, name: str, *, key: str | None = None) -> Non
         col.download_button(plain(fmt.upper()), partial(figure_bytes, fig, fmt, keep_warm=True),
                             file_name=f"{name}.{_SUFFIX[fmt]}", mime=_MIME[fmt],
                             key=f"{key}.{fmt}", icon=":material/image:", on_click="ignore")
+
+
+def _dataset_zip() -> bytes:
+    from elitr_core.data.database import reading
+    from elitr_core.export.dataset import dataset_zip
+    from ui.data import engine
+
+    with reading(engine()) as session:
+        return dataset_zip(session)
+
+
+def download_dataset(key: str = "download.dataset") -> None:
+    """The "Dataset (Hugging Face, zip)" button: ``export dataset DIR``'s files (Parquet and
+    dataset card, annotators pseudonymised) of the whole database in one ZIP, built by the core
+    only when clicked."""
+    st.download_button(plain("Dataset (Hugging Face, zip)"), _dataset_zip,
+                       file_name="elitr-scores-dataset.zip", mime="application/zip", key=key,
+                       on_click="ignore", icon=":material/download:",
+                       help=plain("Every score, response, question and study as Parquet with a "
+                                  "dataset card, annotators pseudonymised: what "
+                                  "python -m elitr_core export dataset DIR writes"))

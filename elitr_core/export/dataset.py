@@ -123,10 +123,10 @@ def dataset_tables(session: Session, flt: ScoreFilter | None = None, *,
             "studies": studies}
 
 
-def write_dataset(tables: dict[str, pd.DataFrame], folder: str, *,
-                  include_minutes: bool = False) -> list[Path]:
-    """Write the Parquet files (of the tables with rows) and the card into ``folder`` (new,
-    or empty), whole or not at all (:func:`write_folder`)."""
+def dataset_files(tables: dict[str, pd.DataFrame], *, include_minutes: bool = False
+                  ) -> dict[str, bytes]:
+    """The dataset's files, name -> bytes: the Parquet files of the tables with rows and the
+    card, ``README.md``; what ``export dataset DIR`` writes and the page's zip holds."""
     from elitr_core.export.formats import to_parquet
     from elitr_core.export.schema import typed_table
 
@@ -134,15 +134,39 @@ def write_dataset(tables: dict[str, pd.DataFrame], folder: str, *,
         raise UserError("no score matches the filters: nothing to share")
     # a table without rows is left out: datasets' Parquet reader fails on a file of no rows
     names = [name for name in FILES if not tables[name].empty]
+    out = {f"{name}.parquet": to_parquet(tables[name], f"dataset/{name}") for name in names}
+    out["README.md"] = dataset_card({name: typed_table(tables[name], f"dataset/{name}")
+                                     for name in names},
+                                    minutes=include_minutes).encode("utf-8")
+    return out
 
-    def files() -> dict[str, bytes]:
-        out = {f"{name}.parquet": to_parquet(tables[name], f"dataset/{name}") for name in names}
-        out["README.md"] = dataset_card({name: typed_table(tables[name], f"dataset/{name}")
-                                         for name in names},
-                                        minutes=include_minutes).encode("utf-8")
-        return out
 
-    return write_folder(folder, files, what="the dataset")
+def write_dataset(tables: dict[str, pd.DataFrame], folder: str, *,
+                  include_minutes: bool = False) -> list[Path]:
+    """Write the Parquet files (of the tables with rows) and the card into ``folder`` (new,
+    or empty), whole or not at all (:func:`write_folder`)."""
+    if tables["scores"].empty:
+        raise UserError("no score matches the filters: nothing to share")
+    return write_folder(folder, lambda: dataset_files(tables, include_minutes=include_minutes),
+                        what="the dataset")
+
+
+def dataset_zip(session: Session) -> bytes:
+    """The dataset of the whole database (``export dataset DIR`` without filters) as a ZIP:
+    its files, the folder's names and bytes, at the archive's top level; each member dated
+    1980-01-01 so the same database gives the same ZIP."""
+    import io
+    import zipfile
+
+    files = dataset_files(dataset_tables(session))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()
 
 
 def write_folder(folder: str, files: Callable[[], dict[str, bytes]], *, what: str

@@ -2,8 +2,8 @@
 data under the top bar, which names the product and the page and underlines the open section;
 each browser tab has the page's title; then the researcher's tasks of the guides: find the
 judge that agrees best with the humans and download its table and figure, export the
-Leaderboard's main table as LaTeX, and exclude a careless annotator of a study (after its
-confirmation).
+Leaderboard's main table as LaTeX, download the scores as a dataset (Home), and exclude a
+careless annotator of a study (after its confirmation).
 
 With ``ELITR_DOCS_SCREENSHOTS=1`` in the environment the pages' screenshots are written to
 ``docs/screenshots/`` (the guides show them): ``make screenshots``.
@@ -157,6 +157,7 @@ def test_every_page_opens_on_its_data_and_the_tasks_run_at_1366x768(
 
     _find_the_judge_that_agrees_best(browser, study_db, wait_for_text, tmp_path)
     _export_the_main_table_as_latex(browser, study_db, wait_for_text, tmp_path)
+    _download_the_dataset(browser, study_db, wait_for_text, tmp_path)
     _exclude_a_careless_annotator(browser, study_db, wait_for_text)
     _generate_and_judge_on_the_demo_corpus(browser, study_db, wait_for_text)
     _create_a_study_and_get_its_links(browser, walk_server, wait_for_text)
@@ -215,6 +216,23 @@ def _export_the_main_table_as_latex(browser: object, db: str,
     _table_downloads(browser, folder, "leaderboard-main-gpt-4", "latex",
                      _cli(db, tmp_path / "main.tex", "main-table", "--evaluator", "gpt-4",
                           "--rank-by", "QA-st mean", "--format", "latex"))
+
+
+def _download_the_dataset(browser: object, db: str, wait_for_text: Callable[..., None],
+                          tmp_path: Path) -> None:
+    """Home: the "Dataset (Hugging Face, zip)" download (docs/harnesses-and-datasets.md) holds
+    exactly the files ``export dataset DIR`` writes for this database, byte for byte."""
+    from tests.pages.test_dataset_download import cli_dataset, zip_members
+
+    folder = _open(browser, "Home", "Scores per evaluator", wait_for_text, tmp_path / "dataset")
+    _click(browser, "//div[@data-testid='stDownloadButton']//button"
+                    "[contains(., 'Dataset (Hugging Face, zip)')]")
+    members = zip_members(_downloaded(folder, "elitr-scores-dataset.zip"))
+    cli = cli_dataset(db, tmp_path / "cli-dataset")
+    assert {"scores.parquet", "studies.parquet", "README.md"} <= set(cli)
+    assert sorted(members) == sorted(cli)
+    for name, data in cli.items():
+        assert members[name] == data, name
 
 
 #: the first table the page shows, as the grid holds it: its row count, its headings, and

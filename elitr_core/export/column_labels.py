@@ -96,9 +96,19 @@ _MAIN_TABLE = {name: name for name in (
     "QA-st mean", "QA-mt mean", "Conv-mt mean", "QA-st dev", "QA-st test2", "QA-mt dev",
     "QA-mt test2", "Conv-mt dev", "Conv-mt test2")}
 
+#: Columns the pages add (a study's progress and quality, the Runs page's jobs): one-word
+#: names are no snake case, and would otherwise be headed in lower case beside the labels.
+_PAGE_COLUMNS = {
+    "unit": "Unit", "answered": "Answered", "items": "Items", "flags": "Flags",
+    "progress": "Progress", "answers/s": "Answers/s", "eta": "ETA", "done": "Done",
+    "questions": "Questions", "failures": "Failures", "todo": "To do", "scored": "Scored",
+    "unparsed": "Unparsed", "style": "Style", "gold_r": "Gold r",
+}
+
 #: The display name of each export column (and of each interval shown as one column).
 COLUMN_LABELS: dict[str, str] = {
     **_KEYS, **_COUNTS, **_STATISTICS, **_INTERVALS, **_BOUNDS, **_SEQUENCES, **_MAIN_TABLE,
+    **_PAGE_COLUMNS,
 }
 
 

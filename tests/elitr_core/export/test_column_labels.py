@@ -34,8 +34,27 @@ def test_the_raw_names_the_issue_quoted_read_as_words() -> None:
 
 def test_a_column_a_page_adds_reads_without_underscores_or_keeps_its_name() -> None:
     assert column_label("abs_difference") == "Abs difference"
-    assert column_label("answers/s") == "answers/s"
+    assert column_label("tokens/s") == "tokens/s"
     assert column_label("gpt-4") == "gpt-4"  # an evaluator's scores, under its name
+
+
+def test_the_columns_pages_add_are_headed_like_the_export_columns() -> None:
+    """The Studies page's progress and quality tables and the Runs page's jobs: one-word
+    names (``unit``, ``answered``) were headed in lower case beside "Annotator", "Status"."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    names: set[str] = set()
+    for path in ("pages/studies.py", "pages/runs.py", "ui/study_quality.py"):  # (a page is a
+        for node in ast.parse((root / path).read_text()).body:  # script: read, not imported)
+            target = node.targets[0] if isinstance(node, ast.Assign) else None
+            if isinstance(target, ast.Name) and target.id.endswith("_KEYS"):
+                names |= set(ast.literal_eval(node.value))  # type: ignore[union-attr]
+    assert {"unit", "answered", "eta", "gold_r"} <= names
+    for name in names:
+        label = column_label(name)
+        assert label[:1].isupper() and "_" not in label, (name, label)
 
 
 def test_labels_two_columns_would_share_are_told_apart() -> None:

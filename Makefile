@@ -88,8 +88,7 @@ run: setup
 # PYTHONDONTWRITEBYTECODE is cleared for the tests (set, as on our development machines, pytest
 # rewrote the assertions of every test module in each worker at every run: about 8 of a worker's
 # 23 CPU-s of collection, measured with --collect-only run twice).
-PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile \
-	--no-loadscope-reorder
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadfile --no-loadscope-reorder
 QUICK := not (browser or server or model or postgres)
 
 # Every tier (the README's command, and CI's), with the 25 slowest steps listed at the end.

@@ -53,7 +53,7 @@ for (const [index, grid] of document.querySelectorAll("[data-testid='stDataFrame
     measure.font = font(props.theme.headerFontStyle);
     return {title: column.title, width: column.width, widest, widestPx,
             headerPx: measure.measureText(column.title).width,
-            texts: column.title === "criterion" ? texts : []};
+            texts: column.title === "Criterion" ? texts : []};
   });
   grids.push({index, columns, padding: props.theme.cellHorizontalPadding});
 }
@@ -118,7 +118,7 @@ def test_every_battles_cell_is_drawn_whole_at_1366x768(
     problems = [f"table {number}: {problem}" for number, grid in enumerate(grids)
                 for problem in cut_cells(grid)]
     for number, grid in enumerate(grids):  # the tables with a criterion column
-        if any(c["title"] == "criterion" for c in grid["columns"]):
+        if any(c["title"] == "Criterion" for c in grid["columns"]):
             browser.execute_script(  # type: ignore[attr-defined]
                 "document.querySelectorAll(\"[data-testid='stDataFrame']\")[arguments[0]]"
                 ".scrollIntoView({block: 'center'});", grid["index"])

@@ -24,7 +24,7 @@ from tests.browser.test_analysis_browser import click_tab
 from tests.browser.test_studies_browser import study_db  # noqa: F401 (a fixture)
 
 WIDTH, HEIGHT = 1366, 768
-INTERVAL = re.compile(r"(^|_)ci(_low|_high)?$")
+INTERVAL = re.compile(r"((^|_)ci(_low|_high)?|95% CI( low| high)?)$")  # export name or its label
 #: bench/bench_pages.py's busy data (each command with ``--db URL``), then a CREAM judge and a
 #: judge with two samples per response
 COMMANDS = (

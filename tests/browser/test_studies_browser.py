@@ -106,7 +106,7 @@ def test_studies_at_1366x768_flags_links_and_closing(
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", grid)  # type: ignore[attr-defined]
     time.sleep(2.0)
     headers = _grid_headers(grid)
-    assert "flags" in headers, headers  # in view, not cut off at 1366 px
+    assert "Flags" in headers, headers  # in view, not cut off at 1366 px
     screenshot(browser, "studies-1366-quality")
     # Annotators -> Add annotator: the full link from the address this browser uses
     _click(browser, browser.find_element(  # type: ignore[attr-defined]

@@ -26,7 +26,7 @@ def test_leaderboard_ranks_and_shows_missing_as_en_dash(
     # the raw values behind the canvas (the picture shows "–"), once the grid is drawn
     WebDriverWait(browser, 60).until(lambda d: "GPT-3.5" in _grid_text(d))
     grid = _grid_text(browser)
-    assert "None" not in grid and grid.index("rank") < grid.index("QA-st mean")
+    assert "None" not in grid and grid.index("Rank") < grid.index("QA-st mean")
     assert grid.index("GPT-4") < grid.index("GPT-3.5")  # ranked by QA-st mean
     screenshot(browser, "tables-leaderboard", settle=2.0)
 

@@ -23,6 +23,17 @@ PACKAGES = ("elitr_core", "db", "pages", "ui")
 ENTRY_POINTS = ("app", "server")
 
 
+
+def _parse(path: Path) -> ast.Module:
+    """``ast.parse`` of a file, asked once more after CPython 3.11's "AST constructor recursion
+    depth mismatch" SystemError (its recursion count is shared process-wide: another thread
+    of the worker parsing at the same moment breaks it; seen once in a whole run)."""
+    source = path.read_text()
+    try:
+        return ast.parse(source, filename=str(path))
+    except SystemError:
+        return ast.parse(source, filename=str(path))
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -41,7 +52,7 @@ def _sources() -> dict[str, Path]:
 
 def _imports(path: Path) -> Iterator[str]:
     """Every module an ``import`` in ``path`` names, at any depth (relative ones resolved)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _parse(path)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
@@ -181,7 +192,7 @@ def _sql_in(path: Path) -> Iterator[str]:
     """Calls that build a statement or open a session (any name imported from ``sqlmodel``
     or ``sqlalchemy``: select, text, col, func, Session, ...) and calls of a session's own
     methods, in ``path``."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _parse(path)
     sql_names = {alias.asname or alias.name for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module
                  and node.module.split(".")[0] in ("sqlmodel", "sqlalchemy")
@@ -347,7 +358,7 @@ def _top_level_names(path: Path) -> set[str]:
     """What a module defines or imports at its top, and its classes' methods and fields as
     ``Class.name``."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text(), filename=str(path)).body:
+    for node in _parse(path).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
             names.update(f"{node.name}.{sub.name}" for sub in getattr(node, "body", ())
@@ -451,7 +462,7 @@ def _score_range_typed(path: Path) -> Iterator[str]:
     def numbers(node: ast.AST) -> set[object]:
         return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant)
                 and isinstance(n.value, int | float) and not isinstance(n.value, bool)}
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(_parse(path)):
         compares = isinstance(node, ast.Compare | ast.BoolOp) and {1, 10} <= numbers(node)
         ranges = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                   and node.func.id == "range" and {1, 11} <= numbers(node))
@@ -481,7 +492,7 @@ def test_the_score_range_check_sees_one(tmp_path: Path) -> None:
 def _environment_reads(path: Path) -> Iterator[str]:
     """Reads or writes of the environment: ``os.environ``, ``os.getenv``, ``os.putenv``, a name
     imported from ``os`` as ``environ``/``getenv``."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _parse(path)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
                 node.value.id == "os" and node.attr in ("environ", "environb", "getenv",
@@ -558,7 +569,7 @@ def _owner(module: str, names: Sequence[str]) -> str | None:
 def _backend_names_in(path: Path, names: Sequence[str]) -> Iterator[tuple[str, str]]:
     """(backend, where) for each string naming a backend as a word (docstrings aside: they
     describe, the code decides) and each import of a backend's own module."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _parse(path)
     docstrings = docstring_ids(tree)
     word = re.compile(BACKEND_WORD.format("|".join(map(re.escape, names))))
     for node in ast.walk(tree):

@@ -95,3 +95,8 @@ def messages(at: AppTest) -> dict[str, list[str]]:
     """Every error, warning and info text of the page."""
     return {"error": [e.value for e in at.error], "warning": [w.value for w in at.warning],
             "info": [i.value for i in at.info]}
+
+
+#: The paper's comparison (test2, QA, single-turn): as the pages' filters and as CLI options.
+PAPER = {"split": "test2", "setting": "qa", "mode": "st"}
+PAPER_ARGS = ("--split", "test2", "--setting", "qa", "--mode", "st")

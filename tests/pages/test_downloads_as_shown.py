@@ -15,6 +15,8 @@ from streamlit.testing.v1 import AppTest
 from elitr_core.export.column_labels import column_label
 from tests.downloads import assert_downloads_as_shown
 from tests.pages.analysis_support import (
+    PAPER,
+    PAPER_ARGS,
     cli_export,
     download_bytes,
     open_page,
@@ -24,8 +26,6 @@ from tests.pages.analysis_support import (
 from ui.analysis.agreement import ABSOLUTE, ICC, PAIR, RANKING
 from ui.analysis.leaderboard import DIFFERENTIATING, FAMILIES, LONG, TWO_MODELS
 
-PAPER = {"split": "test2", "setting": "qa", "mode": "st"}
-PAPER_ARGS = ("--split", "test2", "--setting", "qa", "--mode", "st")
 TWO = ["GPT-4", "Vicuna-13B-v1.5"]
 
 

@@ -8,6 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.pages.analysis_support import (
+    PAPER,
+    PAPER_ARGS,
     cli_export,
     download_bytes,
     messages,
@@ -16,8 +18,6 @@ from tests.pages.analysis_support import (
     set_filters,
 )
 
-PAPER = {"split": "test2", "setting": "qa", "mode": "st"}
-PAPER_ARGS = ("--split", "test2", "--setting", "qa", "--mode", "st")
 SECTION = "audit.section"
 # table -> the tab that shows it
 TABS = {"ppi": "PPI leaderboard", "ppi-budget": "Budget planner",

@@ -26,13 +26,15 @@ LINK_JUDGE = '<a href="https://example.org/e">prom</a><script>window.pwned=1</sc
 PAGES = ("leaderboard", "agreement", "calibration", "drilldown", "judge_audit", "battles")
 
 #: links, styles and scripts that came from the names, in the page and in its SVGs
-FOUND = """
+FOUND = r"""
 const bad = [];
 for (const el of document.querySelectorAll('*')) {
   const href = (el.getAttribute('href') || '') +
       (el.getAttributeNS('http://www.w3.org/1999/xlink', 'href') || '');
   if (href.includes('example.org')) bad.push('href: ' + el.outerHTML.slice(0, 120));
-  if ((el.getAttribute('style') || '').includes('90px')) bad.push('style: ' + el.tagName);
+  // the name's own style (a layout box may well be 190px or 390px wide: not from a name)
+  if (/font-size:\s*90px/.test(el.getAttribute('style') || ''))
+    bad.push('style: ' + el.tagName + ' ' + el.getAttribute('style'));
   if (el.tagName.toLowerCase() === 'script' && el.textContent.includes('pwned'))
     bad.push('script');
 }
@@ -126,6 +128,6 @@ def _markup(svg: str) -> list[str]:
             found.append(tag)
         for name, value in element.attrib.items():
             if name.rsplit("}", 1)[-1] == "href" and "example.org" in value or \
-                    name == "style" and "90px" in value.replace(" ", ""):
+                    name == "style" and "font-size:90px" in value.replace(" ", ""):
                 found.append(f"{tag} {name}={value[:60]}")
     return found

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import publish, uptime  # noqa: E402
 from elitr_core.stats.betting import betting_interval  # noqa: E402
+from elitr_core.stats import budget  # noqa: E402
 from elitr_core.stats.budget import REPLICATES, _smallest, _Studies  # noqa: E402
 from elitr_core.stats.intervals import SKEW_LIMIT, WIDER_CHECK_FROM  # noqa: E402
 
@@ -194,30 +195,30 @@ def aggregate_part(replicates: int, rng: np.random.Generator) -> str:
     return "\n".join(lines) + f"\n\n{studies} simulated studies a design"
 
 
-class _DirichletPosterior(_Studies):
-    """The predictive planner of 28 Nov (main at a3b4729) on a pilot: each study's ``n``
-    pairs drawn with replacement from a Dirichlet-process posterior population (Gamma(1)
-    weights on the pilot pairs and one uniform pair), its spread not corrected, the study not
-    drawn from a finite set of N responses (the planner now does both)."""
+class _IndependentBase(_Studies):
+    """The planner of 28 Nov (main at fd859d6, ``plans-2026-11-28b.md``): the base measure's
+    pair a human and a judge score each uniform on the scale and independent, where the
+    planner now draws the judge score from the pilot's line of judge on human
+    (``budget._judge_given_human``); everything else as now (the human scores stream for
+    stream, so human-only plans are the same)."""
 
     def __init__(self, y: np.ndarray, yhat: np.ndarray, judge: np.ndarray, replicates: int,
                  seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        self.size, self.full, m = judge.size, False, y.size
-        weights = rng.gamma(1.0, 1.0, (replicates, m + 1))
-        cdf = np.cumsum(weights, 1) / weights.sum(1, keepdims=True)
-        pick = (rng.random((replicates, self.size, 1)) > cdf[:, None, :-1]).sum(2)
-        base = rng.integers(1, 11, (2, replicates, 1)).astype(float)
-        human = np.concatenate([np.broadcast_to(y, (replicates, m)), base[0]], 1)
-        judged = np.concatenate([np.broadcast_to(yhat, (replicates, m)), base[1]], 1)
-        self.y = np.take_along_axis(human, pick, 1)
-        self.f = np.take_along_axis(judged, pick, 1)
-        self.rest = judge[rng.random((replicates, self.size)).argsort(axis=1)]
+        # the one function that changed, swapped for the benchmark's side-by-side run only
+        now = budget._judge_given_human
+        budget._judge_given_human = lambda y, yhat, human, rng: rng.integers(
+            1, 11, human.shape).astype(float)
+        try:
+            super().__init__(y, yhat, judge, replicates, seed)
+        finally:
+            budget._judge_given_human = now
 
 
 PILOT = 20
 #: --model: plan these bundled models only (a run per model in parallel; default all three)
 MODELS: list[str] = []
+#: --design: plan these designs only (default both)
+DESIGNS_PLANNED: list[str] = []
 
 
 def _pilot_cell(planner: type[_Studies], y: np.ndarray, f: np.ndarray, picks: list[np.ndarray],
@@ -248,9 +249,9 @@ def plans_part(replicates: int, rng: np.random.Generator) -> str:
     df = df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")]
     pairs = judge_human_table(df, "gpt-4", "gold-human").dropna(subset=["human"])
     lines = ["| model | half-width | design | all 130 scores: n, printed assurance, met | "
-             "pilots of 20, Dirichlet posterior (28 Nov, before): mean n, mean printed, mean "
-             "met (MC se), gap, pilots met >= 0.5 | pilots of 20, N responses, spread "
-             "corrected (now): the same |",
+             "pilots of 20, base pair independent (28 Nov b, before): mean n, mean printed, "
+             "mean met (MC se), gap, pilots met >= 0.5 | pilots of 20, base pair's judge from "
+             "the pilot's line (now): the same |",
              "| --- | --- | --- | --- | --- | --- |"]
     studies, pilots = max(replicates, 200), max(replicates, 10)
     for model, g in pairs.groupby("model"):
@@ -263,10 +264,10 @@ def plans_part(replicates: int, rng: np.random.Generator) -> str:
         for half_width in (0.75, 1.0):
             full = _Studies(y, f, f, REPLICATES, 0)
             picks = [rng.choice(y.size, PILOT, replace=False) for _ in range(pilots)]
-            for design in ("human-only", "ppi++"):
+            for design in DESIGNS_PLANNED or ("human-only", "ppi++"):
                 n, printed, _ = _smallest(full, design, half_width, 0.95, 0.8)
                 cells = [_pilot_cell(planner, y, f, picks, design, half_width, real)
-                         for planner in (_DirichletPosterior, _Studies)]
+                         for planner in (_IndependentBase, _Studies)]
                 lines.append(
                     f"| {model} | {half_width} | {design} | {n:.0f}, {printed:.3f}, "
                     f"{real.assurance(int(n), design, half_width, 0.95):.3f} | {cells[0]} | "
@@ -288,8 +289,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the tables (Markdown) here")
     parser.add_argument("--model", action="append", choices=BUNDLED_MODELS,
                         help="plans: only this model (repeat; default all three)")
+    parser.add_argument("--design", action="append", choices=("human-only", "ppi++"),
+                        help="plans: only this design (repeat; default both)")
     args = parser.parse_args()
     MODELS.extend(args.model or [])
+    DESIGNS_PLANNED.extend(args.design or [])
     rng = np.random.default_rng(args.seed)
     texts = [f"`uptime` before: {uptime()}"]
     for part in args.part or list(PARTS):

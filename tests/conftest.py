@@ -7,11 +7,14 @@ temporary database created there and dropped afterwards.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 # Imported now, while pytest rewrites its modules on a sound interpreter: hypothesis's plugin
 # otherwise imports it in the terminal summary, and on Debian's Python 3.11.2 an ast.parse there
@@ -31,6 +34,30 @@ PG_URL = os.environ.get("DATABASE_URL_TEST")
 def pytest_configure(config: pytest.Config) -> None:
     for tier, description in tiers.MARKERS.items():
         config.addinivalue_line("markers", f"{tier}: {description}")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Streamlit's component scan done once per process, once the tests have imported
+    Streamlit (a process that collected no Streamlit test never imports it for this).
+
+    Each new ``AppTest`` scans the metadata of every installed distribution for Streamlit
+    components (streamlit 1.67, ``AppTest._run``): 0.16 CPU-s, about a fifth of a page test's
+    cost. The installed packages do not change during a run, so the scan's answer does not
+    either (an empty list here)."""
+    if "streamlit" not in sys.modules:
+        return
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    if getattr(scan, "scanned_once", False):
+        return
+    found = functools.cache(scan)
+
+    def scan_once(max_workers: int | None = None) -> list[Any]:
+        return list(found(max_workers))  # a new list a call, as the scan gives
+
+    scan_once.scanned_once = True  # type: ignore[attr-defined]
+    manifest_scanner.scan_component_manifests = scan_once
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -121,7 +121,7 @@ with tab:
             if warning := small_sample_warning(ppi["n_labelled"], ppi["note"]):
                 st.warning(plain(warning))
             st.caption("The ranking each estimate implies (1 = best):")
-            show_table(ppi_rankings(ppi), key="audit.rankings-table")
+            show_table(ppi_rankings(ppi), key="audit.rankings-table", download="ppi-rankings")
         if ":" in human:  # the evaluator of a sampled study (gold-human:NAME)
             active = section("ppi-active",
                              "The study's inverse-probability-weighted means: each human score "

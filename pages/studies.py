@@ -32,6 +32,7 @@ from ui.data import (
     get_engine_or_stop,
     score_cache,
 )
+from ui.downloads import Export
 from ui.messages import guarded
 from ui.study_form import create_form
 from ui.study_monitor import monitor_tab, stop_notice
@@ -198,7 +199,8 @@ with create_tab, st.expander("Human-budget planner: how many human scores per mo
     try:
         plan = _plan(database_url(), plan_split, plan_setting, plan_mode, plan_judge, plan_human,
                      float(half_width))
-        show_table(plan, key="studies.plan-table")
+        show_table(plan, key="studies.plan-table", download="ppi-budget",
+                   export=Export(plan, "ppi-budget"))
     except UserError as exc:  # no scores of that pair yet: say so, quietly
         st.caption(md("Nothing to plan from yet: {}", exc))
 
@@ -244,7 +246,9 @@ with status_tab:
     study_controls(study, status.summary)
     stop_notice(study)
     st.subheader("Progress per annotator")
-    show_table(status.progress, key="studies.progress-table", keys=PROGRESS_KEYS)
+    # downloaded as shown: who did how much, to pay a crowd and to chase the missing
+    show_table(status.progress, key="studies.progress-table", keys=PROGRESS_KEYS,
+               download=f"progress-{study}")
     # the study's settings under its progress: the table is what a researcher comes to read
     st.caption("Scores go to evaluator " + code_span(status.summary["evaluator"])
                + md("; order seed {}; {} annotator(s) per item.", status.summary["order_seed"],
@@ -256,7 +260,7 @@ with status_tab:
                   status.summary["lapsed"]))
     st.caption(plain(attention_note(status.summary, status.progress)))
     st.subheader("Units short of annotators")
-    show_table(status.short, key="studies.short-table")
+    show_table(status.short, key="studies.short-table", download=f"short-units-{study}")
     st.subheader("Quality control")
     if report is not None:
         quality_section(study, report, str(status.summary["evaluator"]))

@@ -103,6 +103,9 @@ _PAGE_COLUMNS = {
     "progress": "Progress", "answers/s": "Answers/s", "eta": "ETA", "done": "Done",
     "questions": "Questions", "failures": "Failures", "todo": "To do", "scored": "Scored",
     "unparsed": "Unparsed", "style": "Style", "gold_r": "Gold r",
+    # the Judge audit's ranking each estimate implies (``judge_audit.ppi_rankings``)
+    "rank_judge": "Rank (judge)", "rank_human": "Rank (human)", "rank_ppi": "Rank (PPI)",
+    "rank_ppi++": "Rank (PPI++)",
 }
 
 #: The display name of each export column (and of each interval shown as one column).

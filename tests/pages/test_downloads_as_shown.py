@@ -141,6 +141,12 @@ def test_judge_audit_downloads_are_the_tables_shown(bundled_db: str, tmp_path: P
         if table == "ppi":  # raw export names no longer head the page's columns
             assert {"n labelled", "PPI++ 95% CI"} <= set(shown.headings) and not {
                 "n_labelled", "ppipp_ci"} & set(shown.headings)
+            # the ranking each estimate implies, under the table, downloads as shown too
+            ranks = assert_downloads_as_shown(at, "download.ppi-rankings")
+            assert ranks.headings[-4:] == ["Rank (judge)", "Rank (human)", "Rank (PPI)",
+                                           "Rank (PPI++)"]
+            assert sorted(r[3] for r in ranks.rows) == [  # the models with human scores
+                "GPT-4", "LongAlpaca-7B", "Vicuna-13B-v1.5"]
 
 
 def test_battles_downloads_are_the_tables_shown(bundled_db: str, tmp_path: Path,
@@ -172,3 +178,31 @@ def test_runs_download_is_the_table_shown(bundled_db: str, tmp_path: Path,
     assert len(shown.rows) == 50 and "Model" in shown.headings
     full = assert_full_is_cli(at, "download.runs", bundled_db, tmp_path, "runs")
     assert len(_columns(full)) > len(shown.headings)  # the run's settings, in full only
+
+
+def test_studies_downloads_are_the_tables_shown(bundled_db: str, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Studies page's budget plan downloads as shown and, in full, as ``export ppi-budget``
+    writes it; a study's progress per annotator (what a crowd is paid from) and its units short
+    of annotators download as shown (the CLI's ``study status`` prints them as text)."""
+    from db.transaction import writing
+    from elitr_core.annotation.admin import add_annotator
+    from elitr_core.annotation.studies import StudySpec, create_study, enter_with_token
+    from elitr_core.data.database import open_database
+
+    with writing(open_database(bundled_db)) as session:
+        create_study(session, StudySpec(name="paid", per_item=2))
+        token = add_annotator(session, "ann <b>1</b>", "silver")
+    enter_with_token(open_database(bundled_db), token)
+    at = open_page(bundled_db, monkeypatch, "studies")
+    assert not at.exception and not at.error
+    plan = assert_downloads_as_shown(at, "download.ppi-budget")
+    assert "GPT-4" in [row[plan.headings.index(column_label("model"))] for row in plan.rows]
+    assert_full_is_cli(at, "download.ppi-budget", bundled_db, tmp_path, "ppi-budget",
+                       *PAPER_ARGS, "--judge", "gpt-4", "--human", "gold-human",
+                       "--half-width", "0.5")
+    progress = assert_downloads_as_shown(at, "download.progress-paid")
+    assert [row[progress.headings.index(column_label("annotator"))]
+            for row in progress.rows] == ["ann <b>1</b>"]  # as written, not as markup
+    short = assert_downloads_as_shown(at, "download.short-units-paid")
+    assert short.rows  # one annotator of the two each item needs: every unit is short

@@ -1,6 +1,7 @@
 """Every table on every page and tab reads well: no "None", "nan", negative zero ("-0.00",
 "[-0.30, -0.00]") or a number with more decimals than its kind allows
-(``elitr_core.export.display``), as the browser would show it."""
+(``elitr_core.export.display``), as the browser would show it, and no raw column name as a
+heading."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
+from elitr_core.export.column_labels import COLUMN_LABELS
 from elitr_core.export.display import DECIMALS, number_kind
 from tests.pages.analysis_support import analysis_app
 from tests.pages.test_battles import judge_all
@@ -74,6 +76,24 @@ def problems(at: AppTest, where: str) -> list[str]:
     return found
 
 
+def headings(at: AppTest, where: str) -> list[str]:
+    """Column headings that are raw names (issue 43: ``rank_ppi++``, ``n_labelled``): a
+    heading with an underscore, or an export column's name where it has a display name."""
+    found = []
+    for element in at.dataframe:
+        config = json.loads(element.proto.columns or "{}")
+        shown = list(element.proto.column_order) or list(map(str, element.value.columns))
+        for column in shown:  # the columns drawn (a table keeps others for its downloads)
+            settings = config.get(column, {})
+            if settings.get("hidden"):
+                continue
+            heading = settings.get("label") or column
+            if "_" in heading or (heading == column and COLUMN_LABELS.get(column, column)
+                                  != column):
+                found.append(f"{where}: a column headed {heading!r}")
+    return found
+
+
 def wording(at: AppTest, where: str) -> list[str]:
     """Captions and messages that read badly: a double space (a command put together from an
     empty part) or an invisible U+2060 (it broke a copied address)."""
@@ -108,7 +128,7 @@ def test_every_table_on_every_page_reads_well(bundled_sqlite: str,
     seen, found = 0, []
     for where, page in walk(at):
         seen += len(page.dataframe)
-        found += problems(page, where) + wording(page, where)
+        found += problems(page, where) + wording(page, where) + headings(page, where)
     assert seen >= 25, seen  # the walk reached the pages' tables
     assert not found, "\n".join(found[:40])
 

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from db.engine import dispose_engines
 from elitr_core.cli.main import main
-from elitr_core.data.benchmark import DATA_DIR, iter_archive
+from elitr_core.data.benchmark import DATA_DIR
+from tests.bundled import bundled_json
 from tests.dbstate import snapshot
 
 
@@ -47,8 +48,7 @@ ODD_VALUES = st.sampled_from([
 def _real_file(archive: str, name: str) -> Any:
     """One real bundled file, parsed (the responses file cut to its first meeting so that an
     example imports in a fraction of a second)."""
-    data = next(d for n, d in iter_archive(DATA_DIR / archive) if n.endswith("/" + name))
-    content = json.loads(data)
+    content = bundled_json(archive, "/" + name)
     if name == RESPONSES:
         content["meetings"] = content["meetings"][:1]
     return content

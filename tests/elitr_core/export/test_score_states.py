@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from elitr_core.cli.main import main
-from elitr_core.data.benchmark import iter_archive
-from tests.elitr_core.cli.test_data import ROOT
+from tests.bundled import bundled_json
 from tests.elitr_core.export.test_pairwise_states import export
 
 RESPONSES = "elitr-bench-qa_test2_st_gpt-4-eval.json"
@@ -24,8 +23,7 @@ def bundled(bundled_db: str) -> str:
 
 
 def bundled_responses() -> dict:
-    members = dict(iter_archive(ROOT / "data" / "generated-responses.zip"))
-    return json.loads(next(v for k, v in members.items() if k.endswith(RESPONSES)))
+    return bundled_json("generated-responses.zip", RESPONSES)
 
 
 def import_model(url: str, folder: Path, model: str, *, questions: int | None,

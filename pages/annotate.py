@@ -231,8 +231,8 @@ def _scale(position: int) -> None:
                        score_meaning(int(picked))))
 
 
-@st.dialog("Scoring with the keyboard")
-def _tour() -> None:
+@st.dialog("Scoring with the keyboard", on_dismiss="rerun")  # closed by x or Escape: the
+def _tour() -> None:  # page draws the item (a first entry's page has none behind the dialog)
     st.text("1. Read the question, the reference answer (it scores 10) and the response.\n"
             "2. Press 1-9 to pick a score, 0 for 10; the picked score turns blue.\n"
             "3. Press Enter to submit; the next item appears.\n"
@@ -356,8 +356,18 @@ def _item(view: QueueView, item: ItemView, position: int) -> None:
 
 
 st.html(COMPACT_CSS)
-if st.session_state.get(POSITION_KEY) is not None and st.session_state.pop(TOUR_OPEN_KEY, False):
+touring = (st.session_state.get(POSITION_KEY) is not None
+           and st.session_state.pop(TOUR_OPEN_KEY, False))
+if touring:
     _tour()
+# A first entry's page is the walkthrough over the header: the item is drawn when it closes
+# (a whole-page run), so that a launch's arrival costs no item's read and elements (the item
+# area was half of an arrival's server CPU: bench/results/launch-2026-11-28c.md), and the
+# item's seconds count from when it is seen. The "?" reopening it keeps the item behind it
+# (its comment and Unclear widgets would lose what was typed if not drawn).
+first_look = touring and st.session_state.get(SHOWN_KEY) is None
+if first_look:
+    st.session_state.pop(VIEW_KEY, None)  # read again when the item is drawn
 # one horizontal container, not st.columns: 1 block instead of 5, each a message
 head = st.container(horizontal=True, vertical_alignment="center", gap="medium")
 head.markdown(md("##### Scoring: {}", entry.study_name), width="stretch")
@@ -366,6 +376,7 @@ with head.popover("Guidelines", icon=":material/menu_book:", width=160):
     _guidelines()
 head.button("?", key="annotate-help", help="The keyboard walkthrough again",
             on_click=lambda: st.session_state.update({TOUR_OPEN_KEY: True}))
-st.session_state[FULL_KEY] = True
-_item_area(progress_place)
+if not first_look:
+    st.session_state[FULL_KEY] = True
+    _item_area(progress_place)
 st.html(KEYS_JS, unsafe_allow_javascript=True)

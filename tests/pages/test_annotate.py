@@ -30,11 +30,18 @@ def study(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     return sqlite_url, token
 
 
-def _app(**params: str) -> AppTest:
+def _first_page(**params: str) -> AppTest:
     app = AppTest.from_file(APP, default_timeout=60)
     for key, value in params.items():
         app.query_params[key] = value
     return app.run()
+
+
+def _app(**params: str) -> AppTest:
+    """The page after entering; a first entry's walkthrough closed (the item is drawn then)."""
+    app = _first_page(**params)
+    tour = [b for b in app.button if b.key == "annotate-tour-done"]
+    return tour[0].click().run() if tour else app
 
 
 def item_button(app: AppTest, key: str):  # type: ignore[no-untyped-def]
@@ -87,6 +94,20 @@ def test_score_revise_resume_and_end_screen(study: tuple[str, str]) -> None:
     assert not resumed.get("link_button")
     [b for b in resumed.button if b.label == "Review my answers"][0].click().run()
     assert _picked(resumed) == 3
+
+
+def test_first_entry_shows_the_walkthrough_and_the_item_once_it_closes(
+        study: tuple[str, str]) -> None:
+    _url, token = study
+    app = _first_page(token=token)
+    assert "Scoring with the keyboard" in str(app.main) or \
+        "Start scoring" in [b.label for b in app.button]
+    assert "Item 1 of" not in _page_text(app)  # nothing read or drawn behind the walkthrough
+    app = [b for b in app.button if b.key == "annotate-tour-done"][0].click().run()
+    assert not app.exception and "Item 1 of 3" in _page_text(app)
+    assert not [b for b in app.button if b.key == "annotate-tour-done"]
+    app = _first_page(token=token)  # the link again: no walkthrough, the item at once
+    assert "Item 1 of 3" in _page_text(app)
 
 
 def test_no_model_name_or_other_score_reaches_the_annotator(study: tuple[str, str]) -> None:
@@ -171,7 +192,7 @@ def test_closed_study_and_excluded_annotator_are_refused(study: tuple[str, str])
 
 def test_annotator_cannot_open_researcher_pages(study: tuple[str, str]) -> None:
     _url, token = study
-    app = _app(token=token)
+    app = _first_page(token=token)
     # the navigation registers the annotation page only: other pages do not exist for them
     with pytest.raises(ValueError, match=r"Known pages: \['[^']*annotate.py'\]"):
         app.switch_page("pages/studies.py")

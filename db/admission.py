@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlmodel import Session
 
@@ -42,6 +43,20 @@ def add_seats(*, session: Session, study_id: int, units: Collection[str], per_it
     session.flush()
 
 
+# An arrival's statements are built once, with bound parameters, and run on the session's
+# connection: building a statement and the ORM's execution path cost more of a Prolific
+# join's CPU than running it (bench/results/launch-2026-11-28c.md).
+_LOCK = select(func.pg_advisory_xact_lock(bindparam("b_namespace"),
+                                          func.hashtext(bindparam("b_text"))))
+_JOINS = select(func.count()).where(
+    StudyJoin.study_id == bindparam("b_study"), StudyJoin.client == bindparam("b_client"),
+    StudyJoin.at >= bindparam("b_since"))
+_ADD_JOIN = insert(StudyJoin).values(study_id=bindparam("b_study"),
+                                     client=bindparam("b_client"), at=bindparam("b_at"))
+_TAKE_SEAT = (update(StudySeat).where(StudySeat.id == bindparam("b_seat"))
+              .values(participation_id=bindparam("b_participation")))
+
+
 def lock_key(*, session: Session, namespace: int, text: str) -> None:
     """Queue this transaction behind others holding the same (namespace, text) until commit.
 
@@ -49,19 +64,39 @@ def lock_key(*, session: Session, namespace: int, text: str) -> None:
     only arrivals that share it wait for each other. SQLite writers are serialised already.
     """
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(select(func.pg_advisory_xact_lock(namespace, func.hashtext(text))))
+        session.connection().execute(_LOCK, {"b_namespace": namespace, "b_text": text})
 
 
 def joins_since(*, session: Session, study_id: int, client: str, since: datetime) -> int:
     """Participants admitted to the study from ``client`` since ``since``."""
-    return int(session.execute(select(func.count()).where(
-        StudyJoin.study_id == study_id, StudyJoin.client == client, StudyJoin.at >= since,
-    )).scalar_one())
+    return int(session.connection().execute(_JOINS, {
+        "b_study": study_id, "b_client": client, "b_since": since}).scalar_one())
 
 
 def add_join(*, session: Session, study_id: int, client: str) -> None:
-    """Record one admission from ``client``."""
-    session.add(StudyJoin(study_id=study_id, client=client[:64], at=utcnow()))
+    """Record one admission from ``client`` (a statement now, not an ORM flush later)."""
+    session.connection().execute(_ADD_JOIN, {"b_study": study_id, "b_client": client[:64],
+                                             "b_at": utcnow()})
+
+
+@cache
+def _free_seat_statement(lease: bool, skip: bool) -> Any:
+    holder = Participation.__table__
+    free = or_(StudySeat.participation_id.is_(None), holder.c.status.in_(RELEASED))
+    if lease:
+        free = or_(free, and_(holder.c.status == "active",
+                              holder.c.last_seen_at < bindparam("b_idle")))
+    stmt = (
+        select(StudySeat.id, StudySeat.unit, StudySeat.participation_id)
+        .outerjoin(holder, holder.c.id == StudySeat.participation_id)
+        .where(StudySeat.study_id == bindparam("b_study"), free)
+        .order_by(StudySeat.seat, StudySeat.unit)
+        .limit(1)
+        .with_for_update(of=StudySeat.__table__, skip_locked=True)
+    )
+    if skip:
+        stmt = stmt.where(StudySeat.unit.not_in(bindparam("b_skip", expanding=True)))
+    return stmt
 
 
 def free_seat(*, session: Session, study_id: int, skip_units: Collection[str],
@@ -73,27 +108,19 @@ def free_seat(*, session: Session, study_id: int, skip_units: Collection[str],
     lease) an active holder unseen since then. Seat numbers first, so units fill evenly; on
     PostgreSQL ``SKIP LOCKED`` passes over seats other arrivals are taking right now.
     """
-    holder = Participation.__table__
-    free = or_(StudySeat.participation_id.is_(None), holder.c.status.in_(RELEASED))
+    stmt = _free_seat_statement(idle_before is not None, bool(skip_units))
+    params: dict[str, Any] = {"b_study": study_id}
     if idle_before is not None:
-        free = or_(free, and_(holder.c.status == "active", holder.c.last_seen_at < idle_before))
-    stmt = (
-        select(StudySeat.id, StudySeat.unit, StudySeat.participation_id)
-        .outerjoin(holder, holder.c.id == StudySeat.participation_id)
-        .where(StudySeat.study_id == study_id, free)
-        .order_by(StudySeat.seat, StudySeat.unit)
-        .limit(1)
-        .with_for_update(of=StudySeat.__table__, skip_locked=True)
-    )
+        params["b_idle"] = idle_before
     if skip_units:
-        stmt = stmt.where(StudySeat.unit.not_in(sorted(skip_units)))
-    return session.execute(stmt).one_or_none()
+        params["b_skip"] = sorted(skip_units)
+    return session.connection().execute(stmt, params).one_or_none()
 
 
 def take_seat(*, session: Session, seat_id: int, participation_id: int) -> None:
     """Point the seat at its new holder."""
-    session.execute(update(StudySeat).where(StudySeat.id == seat_id)
-                    .values(participation_id=participation_id))
+    session.connection().execute(_TAKE_SEAT, {"b_seat": seat_id,
+                                              "b_participation": participation_id})
 
 
 def leave_seat(*, session: Session, participation_id: int) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import func, tuple_
+from sqlalchemy import bindparam, func, tuple_
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
 from db.keyed import upsert
-from db.models import Annotator, Evaluator, Score
+from db.models import Annotator, Evaluator, Score, utcnow
 from elitr_core.errors import UserError
 
 #: Every way scores come in, as an evaluator's ``source``: only its own source writes an
@@ -120,8 +120,7 @@ def annotator_pool(*, session: Session, slug: str) -> int:
     scores go under its own ``<pool>:<study>`` evaluator), so any human evaluator of that name
     is the pool. One read when it exists (every Prolific arrival asks), the upsert only when
     it does not."""
-    row = session.execute(sa_select(col(Evaluator.id), col(Evaluator.kind)).where(
-        col(Evaluator.slug) == slug)).one_or_none()
+    row = session.connection().execute(_POOL, {"b_slug": slug}).one_or_none()
     if row is None:
         evaluator_id = upsert_evaluator(session=session, slug=slug, kind="human",
                                         source="pool")
@@ -225,6 +224,19 @@ def add_annotator(*, session: Session, **values: Any) -> Annotator:
     session.add(row)
     session.flush()
     return row
+
+
+_ANNOTATORS = Annotator.__table__  # type: ignore[attr-defined]
+_ADD_ANNOTATOR = _ANNOTATORS.insert().returning(_ANNOTATORS.c.id)
+_POOL = sa_select(col(Evaluator.id), col(Evaluator.kind)).where(
+    col(Evaluator.slug) == bindparam("b_slug"))
+
+
+def new_annotator_id(*, session: Session, **values: Any) -> int:
+    """Insert one annotator and return its id: one statement, no ORM object (a Prolific
+    arrival needs only the id; the ORM's flush was a tenth of a join's CPU)."""
+    return int(session.connection().execute(_ADD_ANNOTATOR, {"created_at": utcnow(), **values})
+               .scalar_one())
 
 
 def annotator_ids(session: Session, pairs: Iterable[tuple[int, str]]) -> dict[tuple[int, str],

@@ -106,17 +106,19 @@ _ANSWER_STATEMENTS: dict[tuple[str, bool], list[Any]] = {}
 AnyRow = Row[*tuple[Any, ...]]
 
 
+_UNIT_ITEMS = (
+    select(StudyItem.response_id, Question.id.label("question_id"), Question.reference)
+    .join(Response, Response.id == StudyItem.response_id)
+    .join(Question, Question.id == Response.question_id)
+    .where(StudyItem.study_id == bindparam("b_study"), StudyItem.unit == bindparam("b_unit"))
+    .order_by(StudyItem.response_id)
+)
+
+
 def unit_items(*, session: Session, study_id: int, unit: str) -> list[dict[str, Any]]:
     """Items of one unit with their question id and reference (for attention checks)."""
-    stmt = (
-        select(StudyItem.response_id, Question.id.label("question_id"),
-               Question.reference)
-        .join(Response, Response.id == StudyItem.response_id)
-        .join(Question, Question.id == Response.question_id)
-        .where(StudyItem.study_id == study_id, StudyItem.unit == unit)
-        .order_by(StudyItem.response_id)
-    )
-    return [dict(r._mapping) for r in session.execute(stmt)]
+    rows = session.connection().execute(_UNIT_ITEMS, {"b_study": study_id, "b_unit": unit})
+    return [{"response_id": r, "question_id": qid, "reference": ref} for r, qid, ref in rows]
 
 
 def unit_claims(*, session: Session, study_id: int) -> dict[str, int]:
@@ -163,6 +165,17 @@ def add_participation(*, session: Session, **values: Any) -> Participation:
     session.add(row)
     session.flush()
     return row
+
+
+_ADD_PARTICIPATION = _PA.insert().returning(_PA.c.id)
+
+
+def new_participation_id(*, session: Session, **values: Any) -> int:
+    """Insert one active participation and return its id: one statement, no ORM object
+    (what an arrival's claim needs)."""
+    now = utcnow()
+    return int(session.connection().execute(_ADD_PARTICIPATION, {
+        "status": "active", "started_at": now, "last_seen_at": now, **values}).scalar_one())
 
 
 #: An arrival's whole queue in one statement on PostgreSQL, its rows bound as one JSON text

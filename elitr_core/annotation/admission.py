@@ -28,7 +28,7 @@ from sqlmodel import Session
 from db import admission as aq
 from db import queue as q
 from db import studies as sq
-from db.models import Participation, Study, utcnow
+from db.models import Study, utcnow
 from elitr_core.annotation.auth import AccessDenied, StudyEnded
 
 #: a participant unseen for this long no longer counts towards the concurrency cap
@@ -118,14 +118,17 @@ def check_join_limit(session: Session, study: Study, client: str) -> None:
 
 def claim_unit(session: Session, study: Study, annotator_id: int, *,
                prolific: tuple[str, str] | None = None, client: str = "",
-               mine: set[str] | None = None) -> Participation:
-    """Give the annotator a free seat (the emptiest units first) and build their queue.
+               mine: set[str] | None = None, start: int | None = None) -> int:
+    """Give the annotator a free seat (the emptiest units first) and build their queue;
+    return the participation's id.
 
     A seat whose lease ran out passes to this annotator: its previous holder is marked
     lapsed (:func:`db.admission.lapse`) and the aggregate of what they scored recomputed.
     A study whose stopping rule is met seats nobody (:func:`.stopping.check_stop`).
     ``mine``: the units the annotator holds already, when the caller has just read their
-    participations (an arrival with none: ``set()``); read here otherwise.
+    participations (an arrival with none: ``set()``); read here otherwise. ``start``: the
+    first free position of their queue when the caller knows it (an annotator created in
+    this transaction: 0); read here otherwise.
     """
     assert study.id is not None
     from elitr_core.annotation.stopping import check_stop
@@ -149,12 +152,11 @@ def claim_unit(session: Session, study: Study, annotator_id: int, *,
                            "there is nothing left for you to score.")
     unit = str(seat.unit)
     seed = order_seed(study.order_seed, annotator_id, unit)
-    part = q.add_participation(
+    part = q.new_participation_id(
         session=session, study_id=study.id, annotator_id=annotator_id, unit=unit,
         order_seed=seed, prolific_session_id=prolific[1] if prolific else None,
         prolific_study_id=prolific[0] if prolific else None)
-    assert part.id is not None
-    aq.take_seat(session=session, seat_id=seat.id, participation_id=part.id)
+    aq.take_seat(session=session, seat_id=seat.id, participation_id=part)
     if seat.participation_id is not None:
         # the aggregate lock before the lapsed holder's rows: their own submit in flight
         # holds it and then writes those rows (db.queue.lock_aggregate)
@@ -166,11 +168,12 @@ def claim_unit(session: Session, study: Study, annotator_id: int, *,
                                 response_ids=marked)
     if client:
         aq.add_join(session=session, study_id=study.id, client=join_key(client))
-    start = q.next_position(session=session, study_id=study.id, annotator_id=annotator_id)
+    if start is None:
+        start = q.next_position(session=session, study_id=study.id, annotator_id=annotator_id)
     items = q.unit_items(session=session, study_id=study.id, unit=unit)
     q.add_assignments(session=session, rows=[
         {"study_id": study.id, "annotator_id": annotator_id, "response_id": rid,
-         "position": start + i, "kind": kind, "participation_id": part.id,
+         "position": start + i, "kind": kind, "participation_id": part,
          "check_text": text, "unclear": False}
         for i, (kind, rid, text) in enumerate(_queue(items, study.attention_rate, seed))])
     return part

@@ -22,13 +22,13 @@ from db import admission as aq
 from db import queue as q
 from db import studies as sq
 from db.evaluators import (
-    add_annotator,
     annotator_by_external_id,
     annotator_by_token_hash,
     annotator_pool,
     evaluator_slug,
+    new_annotator_id,
 )
-from db.models import Annotator
+from db.models import Annotator, utcnow
 from db.transaction import queued_writing, reading, writing
 from elitr_core.annotation.admission import check_join_limit, claim_unit
 from elitr_core.annotation.admission import order_seed as order_seed  # re-exported
@@ -210,8 +210,14 @@ def join_prolific(engine: Engine, study_name: str, pid: str, prolific_study: str
                          first_visit=first_sight(session, annotator))
         check_join_limit(session, study, client)
         if annotator is None:
-            annotator = add_annotator(session=session, evaluator_id=pool_id,
-                                      name=f"prolific-{pid}", external_id=pid)
+            # a new participant: the walkthrough opens on this first page (recorded as seen
+            # with the annotator), and their queue starts at 0: no statement for either
+            annotator_id = new_annotator_id(session=session, evaluator_id=pool_id,
+                                            name=f"prolific-{pid}", external_id=pid,
+                                            tour_seen_at=utcnow())
+            claim_unit(session, study, annotator_id, prolific=(prolific_study, session_id),
+                       client=client, mine=set(), start=0)
+            return Entry(annotator_id, study.id, study.name, prolific=True, first_visit=True)
         assert annotator.id is not None
         claim_unit(session, study, annotator.id, prolific=(prolific_study, session_id),
                    client=client, mine=set())

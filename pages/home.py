@@ -40,10 +40,10 @@ with left:
         table = runs.pivot_table(
             index="model", columns="setting", values="responses", aggfunc="sum", fill_value=0
         )
-        show_table(table, key="home.runs-table", index=True)
+        show_table(table, key="home.runs-table", index=True, download="responses-per-model")
 with right:
     st.subheader("Scores per evaluator")
-    show_table(evaluators, key="home.evaluators-table")
+    show_table(evaluators, key="home.evaluators-table", download="scores-per-evaluator")
     if counts["scores"]:  # the dataset of every score (docs/harnesses-and-datasets.md)
         download_dataset()
 
@@ -58,6 +58,6 @@ if not meeting_rows.empty:
     meeting_rows["transcript"] = meeting_rows["transcript"].map(
         lambda present: "present" if present else "missing"
     )
-show_table(meeting_rows, key="home.meetings-table")
+show_table(meeting_rows, key="home.meetings-table", download="meetings")
 
 preload_elements()  # last: the analysis pages' element code loads while Home is read

@@ -52,7 +52,8 @@ score_columns = [c for c in shown_columns
                  if pd.api.types.is_numeric_dtype(question[c]) and c not in {"seed"}]
 st.caption("Select a row to read the response in full below.")
 table = question[shown_columns].reset_index(drop=True)
-picked = show_table(table, key="meeting.responses", select=True)
+picked = show_table(table, key="meeting.responses", select=True,
+                    download=f"responses-{meeting}-Q{number}")
 row = selected_row(picked, table)
 if row is not None:
     row = pd.concat([row, pd.Series({"meeting": meeting, "question": first["qa_text"],

@@ -92,7 +92,7 @@ def show_status(engine: Engine) -> bool:
         st.info("No judge pass yet: start one below or with `python -m elitr_core judge`.")
     else:
         show_table(with_speed(judges, total="todo"), key="runs.judges-table", keys=JUDGE_KEYS,
-                   column_config={"progress": progress})
+                   column_config={"progress": progress}, download="judge-passes")
     altered = run_status.altered_line(runs.to_dict("records"), judges.to_dict("records"))
     if altered:
         st.caption(plain(altered))
@@ -100,7 +100,7 @@ def show_status(engine: Engine) -> bool:
     if not unparsed.empty:
         st.caption("Stored unscored with the parser's reason; the next `judge` pass retries "
                    "them.")
-        show_table(unparsed, key="runs.unparsed-table")
+        show_table(unparsed, key="runs.unparsed-table", download="unparsable-judgments")
     job = jobs.last_job()  # kept beside the logs: a reload or a second tab shows it too
     alive = job is not None and jobs.process_alive(job.pid)
     if job is not None:

@@ -271,7 +271,8 @@ with status_tab:
         for key in ("icc_per_meeting", "icc_overall"):
             if isinstance(agreement[key], pd.DataFrame):
                 show_table_and_notes(agreement[key], key=f"studies.{key}-table",
-                                     label=("group",))
+                                     label=("group",),
+                                     download=f"{key.replace('_', '-')}-{study}")
         for message in agreement["messages"]:
             st.caption(plain(message))
     with st.expander("Guidelines: worked examples the annotators see"):

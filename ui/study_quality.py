@@ -98,7 +98,8 @@ def quality_section(study: str, report: pd.DataFrame, slug: str) -> None:
     show_table(quality[["annotator", "flags"]
                        + [c for c in quality.columns if c not in {"annotator", "flags"}]],
                key="studies.quality-table", keys=QUALITY_KEYS,
-               column_config={"flags": st.column_config.TextColumn(width="large")})
+               column_config={"flags": st.column_config.TextColumn(width="large")},
+               download=f"quality-{study}")
     exclusion_controls(study, report)
     if int((report["answered"] > 0).sum()) >= 2:
         reliability_section(slug, study)

@@ -206,3 +206,5 @@ def test_studies_downloads_are_the_tables_shown(bundled_db: str, tmp_path: Path,
             for row in progress.rows] == ["ann <b>1</b>"]  # as written, not as markup
     short = assert_downloads_as_shown(at, "download.short-units-paid")
     assert short.rows  # one annotator of the two each item needs: every unit is short
+    quality = assert_downloads_as_shown(at, "download.quality-paid")
+    assert quality.headings[:2] == [column_label("annotator"), column_label("flags")]

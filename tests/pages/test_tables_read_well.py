@@ -94,6 +94,15 @@ def headings(at: AppTest, where: str) -> list[str]:
     return found
 
 
+def undownloadable(at: AppTest, where: str) -> list[str]:
+    """Tables without their "as shown" downloads (every table exports as it is shown)."""
+    shown_csv = [b for b in at.get("download_button") if str(b.key).endswith(".shown.csv")]
+    if len(shown_csv) < len(at.dataframe):
+        return [f"{where}: {len(at.dataframe)} table(s), {len(shown_csv)} CSV download(s) "
+                "as shown"]
+    return []
+
+
 def wording(at: AppTest, where: str) -> list[str]:
     """Captions and messages that read badly: a double space (a command put together from an
     empty part) or an invisible U+2060 (it broke a copied address)."""
@@ -128,7 +137,8 @@ def test_every_table_on_every_page_reads_well(bundled_sqlite: str,
     seen, found = 0, []
     for where, page in walk(at):
         seen += len(page.dataframe)
-        found += problems(page, where) + wording(page, where) + headings(page, where)
+        found += problems(page, where) + wording(page, where) + headings(page, where) \
+            + undownloadable(page, where)
     assert seen >= 25, seen  # the walk reached the pages' tables
     assert not found, "\n".join(found[:40])
 

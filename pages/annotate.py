@@ -39,6 +39,7 @@ from ui.messages import PROLIFIC_COMPLETE, ended, guarded
 from ui.text import code_span, md, message, plain
 
 POSITION_KEY = "annotate.position"  # queue position shown, None = end screen
+RESUME = -1  # POSITION_KEY until the queue is read: its first item without an answer
 SHOWN_KEY = "annotate.shown"  # (position, monotonic time it was first shown)
 ENTRY_SEEN_KEY = "annotate.entry"  # the entry POSITION_KEY belongs to
 ERROR_KEY = "annotate.error"
@@ -112,12 +113,16 @@ if st.session_state.get(ENTRY_SEEN_KEY) != entry:
     st.session_state.pop(SHOWN_KEY, None)
     st.session_state.pop(ENDED_KEY, None)
     st.session_state[POSITION_KEY] = None
-    # the annotator's first entry (recorded as seen when entering): the walkthrough, once
+    # the annotator's first entry (recorded as seen when entering): the walkthrough, once,
+    # alone; the queue is read when it closes
     st.session_state[TOUR_OPEN_KEY] = entry.first_visit
-    with guarded():
-        # this run draws that view too, without reading it again
-        st.session_state[VIEW_KEY] = queue_view(engine, entry)
-        st.session_state[POSITION_KEY] = st.session_state[VIEW_KEY].first_open
+    if entry.first_visit:
+        st.session_state[POSITION_KEY] = RESUME
+    else:
+        with guarded():
+            # this run draws that view too, without reading it again
+            st.session_state[VIEW_KEY] = queue_view(engine, entry)
+            st.session_state[POSITION_KEY] = st.session_state[VIEW_KEY].first_open
 if st.session_state.get(ENDED_KEY) is not None:
     ended(st.session_state[ENDED_KEY])
     st.stop()
@@ -278,6 +283,8 @@ def _item_area(progress: DeltaGenerator) -> None:
     if away:
         assert last is not None
         view = last[0]
+    if position == RESUME:  # the first entry's walkthrough closed: resume as a reload does
+        position = st.session_state[POSITION_KEY] = view.first_open
     # the header's progress bar, drawn from here into its place in the header (the header
     # itself is the whole page's, drawn once, not on every submit)
     progress.progress(view.answered / max(view.total, 1), width="stretch",
@@ -366,8 +373,6 @@ if touring:
 # item's seconds count from when it is seen. The "?" reopening it keeps the item behind it
 # (its comment and Unclear widgets would lose what was typed if not drawn).
 first_look = touring and st.session_state.get(SHOWN_KEY) is None
-if first_look:
-    st.session_state.pop(VIEW_KEY, None)  # read again when the item is drawn
 # one horizontal container, not st.columns: 1 block instead of 5, each a message
 head = st.container(horizontal=True, vertical_alignment="center", gap="medium")
 head.markdown(md("##### Scoring: {}", entry.study_name), width="stretch")

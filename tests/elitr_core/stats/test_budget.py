@@ -163,7 +163,7 @@ def test_ppi_plans_from_pilots_of_a_judge_that_tracks_the_humans_print_what_they
     they met (400 pilots: 0.817 printed, 0.889 met; plans-2026-11-28b.md): the base
     measure's pair drew a judge score independent of its human score, so every population's
     correlation came out low and the plans too large. 80 pilots are planned with
-    ``budget_plan`` and each plan's real studies (400) label ``n`` of the 130 without
+    ``budget_plan`` and each plan's real studies (250) label ``n`` of the 130 without
     replacement, their interval computed here by :func:`ppipp_mean` with the judge scores of
     the other 130 - n; the mean printed assurance equals the mean share met within 0.05
     (the pooled Monte-Carlo standard error of 80 pilots is about 0.015)."""
@@ -182,10 +182,10 @@ def test_ppi_plans_from_pilots_of_a_judge_that_tracks_the_humans_print_what_they
         plan = budget_plan(own[(own["evaluator"] == "gpt-4") | own["key"].isin(kept)],
                            "gpt-4", "gold-human", half_width=0.75, seed=pilot).loc[0]
         n, hits = int(plan["n_ppi"]), 0
-        for _ in range(400):
+        for _ in range(250):
             order = rng.permutation(y.size)
             est = ppipp_mean(y[order[:n]], f[order[:n]], f[order[n:]])[0]
             hits += (est.high - est.low) / 2 <= 0.75
         printed.append(float(plan["assurance_ppi"]))
-        met.append(hits / 400)
+        met.append(hits / 250)
     assert abs(np.mean(printed) - np.mean(met)) <= 0.05, (np.mean(printed), np.mean(met))

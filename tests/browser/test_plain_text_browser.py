@@ -128,7 +128,12 @@ def test_no_page_fetches_what_an_imported_file_links(
         _settle(browser, wait_for_text, "Quality control")
         screenshot(browser, "plain-text-studies-status", settle=0.5)
         browser.get(f"{url}/?token={token}")  # type: ignore[attr-defined]
-        _settle(browser, wait_for_text, "Scoring:", "/study.png")
+        _settle(browser, wait_for_text, "Scoring:", "/study.png", "Start scoring")
+        assert not _links_to(browser, base)  # the walkthrough, over the study's name
+        # a first entry's page is the walkthrough alone: the item is drawn when it closes
+        browser.find_element(  # type: ignore[attr-defined]
+            "css selector", ".st-key-annotate-tour-done button").click()
+        _settle(browser, wait_for_text, "question-html.png")
         screenshot(browser, "plain-text-annotate", settle=0.5)
         assert not _links_to(browser, base)
         # the payloads are there, as characters (bare links carry an invisible word joiner)

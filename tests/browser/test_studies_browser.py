@@ -100,11 +100,26 @@ def test_studies_at_1366x768_flags_links_and_closing(
 
     browser.set_window_size(1366, 768)  # type: ignore[attr-defined]
     browser.get(f"{streamlit_server}/studies")  # type: ignore[attr-defined]
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+
     wait_for_text(browser, "Quality control", "Krippendorff's alpha")
-    grid = browser.find_element(By.XPATH, "//h3[contains(., 'Quality control')]"  # type: ignore[attr-defined]
-                                "/following::*[@data-testid='stDataFrame'][1]")
-    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", grid)  # type: ignore[attr-defined]
-    time.sleep(2.0)
+    quality = ("//h3[contains(., 'Quality control')]"
+               "/following::*[@data-testid='stDataFrame'][1]")
+
+    def drawn(driver: object) -> object:
+        """The quality grid, once it has drawn its Flags header (under load the page may
+        still be drawing, or drawing again, when its texts are there)."""
+        grid = driver.find_element(By.XPATH, quality)  # type: ignore[attr-defined]
+        driver.execute_script(  # type: ignore[attr-defined]
+            "arguments[0].scrollIntoView({block: 'center'})", grid)
+        return grid if "Flags" in _grid_headers(grid) else False
+
+    try:
+        WebDriverWait(browser, 30, poll_frequency=1.0,
+                      ignored_exceptions=(StaleElementReferenceException,)).until(drawn)
+    except TimeoutException:
+        pass  # the assertion below says what the grid drew
+    grid = browser.find_element(By.XPATH, quality)  # type: ignore[attr-defined]
     headers = _grid_headers(grid)
     assert "Flags" in headers, headers  # in view, not cut off at 1366 px
     screenshot(browser, "studies-1366-quality")

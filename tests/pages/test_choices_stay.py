@@ -29,7 +29,14 @@ TABS = {"audit.half_width": ("audit.section", "Budget planner"),
 
 
 def _widget(at: AppTest, kind: str, key: str) -> Any:
-    return getattr(at, kind)(key=key)
+    """The widget, or a failure that says what the page drew instead (its exception, errors,
+    warnings and notes): a page stopped early draws none of its controls."""
+    try:
+        return getattr(at, kind)(key=key)
+    except KeyError:
+        drawn = [f"{e.type}: {getattr(e, 'value', '')}" for e in
+                 [*at.exception, *at.error, *at.warning, *at.info, *at.title]]
+        pytest.fail(f"no {kind} {key!r} on the page; it drew {drawn}")
 
 
 @pytest.mark.parametrize(("page", "kind", "key", "value"), CHOICES,
@@ -39,7 +46,9 @@ def test_a_choice_survives_a_visit_to_another_page(bundled_sqlite: str,
                                                    kind: str, key: str, value: Any) -> None:
     at = analysis_app(bundled_sqlite, monkeypatch)
     at.run()
+    assert not at.exception, at.exception
     at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception, at.exception
     if key in TABS:
         open_tab(at, *TABS[key])
     assert _widget(at, kind, key).value != value  # the default is another value

@@ -100,6 +100,8 @@ class _Studies:
         else:  # N responses the pilot may come from, n of them labelled, then judge-only
             self.y, self.f = _predictive_pairs(y, yhat, judge, replicates, rng)
             self.rest = judge[rng.random((replicates, self.size)).argsort(axis=1)]
+        # the bisection asks again for a size it has tried (its answer, at the end)
+        self._met: dict[tuple[int, str, float, float], float] = {}
 
     def half_widths(self, n: int, design: str, confidence: float) -> np.ndarray:
         """Half-width of the table's t interval in each study with ``n`` labelled."""
@@ -116,7 +118,10 @@ class _Studies:
         return np.where(np.isnan(se), np.inf, quantile(confidence, df) * np.nan_to_num(se))
 
     def assurance(self, n: int, design: str, half_width: float, confidence: float) -> float:
-        return float((self.half_widths(n, design, confidence) <= half_width).mean())
+        key = (int(n), design, half_width, confidence)
+        if key not in self._met:
+            self._met[key] = float((self.half_widths(n, design, confidence) <= half_width).mean())
+        return self._met[key]
 
 
 def _predictive_pairs(y: np.ndarray, yhat: np.ndarray, judge: np.ndarray, replicates: int,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.frame import (
@@ -91,7 +91,9 @@ def z_quantile(confidence: float) -> float:
     """Two-sided normal quantile of a ``confidence`` interval (checks 0 < confidence < 1)."""
     if not 0 < confidence < 1:
         raise UserError(f"confidence must lie strictly between 0 and 1, not {confidence}")
-    return float(stats.norm.ppf(0.5 + confidence / 2))
+    # scipy.stats.norm.ppf is ndtri behind argument checks that cost ~0.1 ms a call: the same
+    # bits without them (the quantile is taken in every interval of every replicate)
+    return float(special.ndtri(0.5 + confidence / 2))
 
 
 def nullable(values: pd.Series | list[float]) -> pd.Series:

@@ -30,11 +30,23 @@ DESIGN_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["ppi-designs"]
 """Columns of :func:`design_simulation`."""
 
 
-def _moments(mask: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row count and mean of ``values`` where ``mask`` (replicates x items)."""
-    count = mask.sum(axis=1).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return count, (mask * values).sum(axis=1) / count
+def _masked_sums(labelled: np.ndarray, rest: np.ndarray, y: np.ndarray,
+                 f: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per-row sums (replicates x items) of ``y``, ``y * y``, ``y * f``, ``f`` and ``f * f``
+    where ``labelled``, and of ``f`` and ``f * f`` where ``rest``.
+
+    Each product is formed in one of two reused buffers, no temporary per term (the budget
+    planner asks for these thousands of times). ``(mask * y) * y`` holds the bits of
+    ``mask * y**2``, the mask being exactly 0 or 1, and every row is summed as before."""
+    shape = np.broadcast_shapes(labelled.shape, np.shape(y), np.shape(f))
+    a, b = np.empty(shape), np.empty(shape)
+    np.multiply(labelled, y, out=a)
+    sums = [a.sum(1), np.multiply(a, f, out=b).sum(1)]
+    sums.insert(1, np.multiply(a, y, out=a).sum(1))
+    for mask in (labelled, rest):
+        np.multiply(mask, f, out=a)
+        sums += [a.sum(1), np.multiply(a, f, out=a).sum(1)]
+    return tuple(sums)
 
 
 def _lambda(design: str, n: np.ndarray, big_n: np.ndarray, cov: np.ndarray,
@@ -63,14 +75,14 @@ def uniform_estimates(y: np.ndarray, f: np.ndarray, labelled: np.ndarray, design
     with fewer than 2 labelled (3 for PPI++'s t interval) or no unlabelled response give NaN.
     """
     rest = ~labelled
-    n, mean_y = _moments(labelled, y)
-    _, mean_fl = _moments(labelled, f)
-    big_n, mean_fu = _moments(rest, f)
+    n, big_n = labelled.sum(axis=1).astype(float), rest.sum(axis=1).astype(float)
+    s_y, s_yy, s_yf, s_fl, s_ffl, s_fu, s_ffu = _masked_sums(labelled, rest, y, f)
     with np.errstate(invalid="ignore", divide="ignore"):
-        var_y = (labelled * y**2).sum(1) / n - mean_y**2  # ddof=0 moments
-        var_fl = (labelled * f**2).sum(1) / n - mean_fl**2
-        var_fu = (rest * f**2).sum(1) / big_n - mean_fu**2
-        cov = (labelled * y * f).sum(1) / n - mean_y * mean_fl
+        mean_y, mean_fl, mean_fu = s_y / n, s_fl / n, s_fu / big_n
+        var_y = s_yy / n - mean_y**2  # ddof=0 moments
+        var_fl = s_ffl / n - mean_fl**2
+        var_fu = s_ffu / big_n - mean_fu**2
+        cov = s_yf / n - mean_y * mean_fl
         lam = _lambda(design, n, big_n, cov, f)
         estimate = lam * mean_fu + mean_y - lam * mean_fl
         residual = np.maximum(var_y - 2 * lam * cov + lam**2 * var_fl, 0)

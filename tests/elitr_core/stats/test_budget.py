@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from elitr_core.data.benchmark import bundled_files, scores_frame
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.budget import BUDGET_COLUMNS, _Studies, budget_plan
 from elitr_core.stats.ppi import classical_mean, ppipp_mean
+from tests.elitr_core.stats.synthetic import bundled
 from tests.elitr_core.stats.test_ppi import judge_and_human
 
 
@@ -102,7 +102,7 @@ def test_a_plan_from_a_pilot_of_20_prints_the_share_of_studies_it_meets() -> Non
     printed assurance equals the mean share met within 0.07 (0.05 plus the Monte-Carlo error
     of 30 pilots), and the plans are met in at least half of the studies; the pilot taken for
     the population printed 0.2 more than it met."""
-    df = scores_frame(bundled_files())
+    df = bundled()
     df = df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")
             & (df["model"] == "GPT-4") & df["evaluator"].isin(["gpt-4", "gold-human"])]
     key = df["meeting"].astype(str) + "/" + df["question_id"].astype(str)
@@ -135,7 +135,7 @@ def test_pilots_of_scores_spread_over_the_scale_print_the_share_they_meet() -> N
     replacement from the 130, their t interval computed here; the mean printed assurance
     equals the mean share met within 0.06 (0.05 plus about two Monte-Carlo standard errors
     of 120 pilots)."""
-    df = scores_frame(bundled_files())
+    df = bundled()
     df = df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")
             & df["evaluator"].isin(["gpt-4", "gold-human"])]
     rng = np.random.default_rng(41)
@@ -167,7 +167,7 @@ def test_ppi_plans_from_pilots_of_a_judge_that_tracks_the_humans_print_what_they
     replacement, their interval computed here by :func:`ppipp_mean` with the judge scores of
     the other 130 - n; the mean printed assurance equals the mean share met within 0.05
     (the pooled Monte-Carlo standard error of 80 pilots is about 0.015)."""
-    df = scores_frame(bundled_files())
+    df = bundled()
     own = df[(df["split"] == "test2") & (df["setting"] == "qa") & (df["mode"] == "st")
              & (df["model"] == "LongAlpaca-7B") & df["evaluator"].isin(["gpt-4", "gold-human"])]
     key = own["meeting"].astype(str) + "/" + own["question_id"].astype(str)

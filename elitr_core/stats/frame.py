@@ -67,23 +67,29 @@ def contract_types(out: pd.DataFrame, columns: Sequence[str],
     counts ``n``/``n_meetings`` as they are, ``note`` as text ("" when missing), every other
     column a nullable ``Float64`` (an undefined statistic is an empty cell, never "nan")."""
     out = out.reindex(columns=list(columns))
+    typed = {}
     for column in columns:
         if column in text or column in ("n", "n_meetings"):
-            continue
-        if column == "note":
-            out[column] = out[column].fillna("").astype(str)
+            typed[column] = out[column]
+        elif column == "note":
+            typed[column] = out[column].fillna("").astype(str)
         else:
-            out[column] = pd.to_numeric(out[column]).astype("Float64")
-    return out
+            typed[column] = pd.to_numeric(out[column]).astype("Float64")
+    return pd.DataFrame(typed, index=out.index)  # one frame, not a column set at a time
 
 
 def _mean_by(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Mean ``score`` per distinct ``keys`` (first-appearance order, missing keys kept)."""
     codes = group_codes(frame, keys)
-    means = pd.Series(frame["score"].to_numpy(), copy=False).groupby(codes, sort=True).mean()
-    first = pd.Series(np.arange(len(codes))).groupby(codes, sort=True).first().to_numpy()
+    if np.unique(codes).size == codes.size:  # one row a group (the usual table): no groupby
+        first = np.argsort(codes)  # the groups in code order, as groupby(sort=True) gives them
+        means = frame["score"].to_numpy(dtype=float)[first]  # a mean of one score: that score
+    else:
+        means = pd.Series(frame["score"].to_numpy(), copy=False).groupby(codes, sort=True).mean(
+        ).to_numpy()
+        first = pd.Series(np.arange(len(codes))).groupby(codes, sort=True).first().to_numpy()
     out = frame.iloc[first][keys].reset_index(drop=True)
-    out["score"] = means.to_numpy()
+    out["score"] = means
     return out
 
 

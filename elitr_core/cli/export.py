@@ -21,8 +21,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from elitr_core.data.database import open_database, reading
     from elitr_core.export.formats import render, write
     from elitr_core.export.groups import parse_groups
-    from elitr_core.export.pairwise import PAIRWISE_TABLES, build_pairwise_table
     from elitr_core.export.tables import build_table
+    from elitr_core.vocab import PAIRWISE_TABLES
 
     if args.table == "benchmark":
         return export_benchmark(args)
@@ -40,7 +40,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.source == "pairwise" and not pairwise:
         raise UserError(f"--source pairwise applies to elo, not {args.table}")
     with reading(engine) as session:
-        if pairwise:
+        if pairwise:  # its statistics (scipy) imported only here: ``export scores`` starts faster
+            from elitr_core.export.pairwise import build_pairwise_table
+
             frame = build_pairwise_table(args.table, session, flt, criterion=args.criterion,
                                          baseline=args.baseline, reference=args.reference,
                                          elo=args.elo)

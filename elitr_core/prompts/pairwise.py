@@ -85,7 +85,11 @@ def split_sentences(text: str) -> list[str]:
     """
     sentences: list[str] = []
     for line in text.splitlines():
-        sentences.extend(part.strip() for part in _SENTENCE_END_RE.split(line) if part.strip())
+        # the expression can only cut after a mark: a line without one is a sentence as it is
+        # (found at memory speed, where the expression tries its look-behind at every position)
+        marked = "." in line or "!" in line or "?" in line
+        parts = _SENTENCE_END_RE.split(line) if marked else [line]
+        sentences.extend(part.strip() for part in parts if part.strip())
     return sentences
 
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from elitr_core.errors import DegenerateDataError
+from elitr_core.stats._corr_bootstrap import kendall_rows
 from elitr_core.stats.agreement import MIN_VALID_REPLICATES, cluster_weights, pair_rng
 from elitr_core.stats.frame import ZERO_WIDTH
 from elitr_core.stats.pairs import judge_human_table, with_response_columns
@@ -146,12 +146,14 @@ def length_controlled(df: pd.DataFrame, judge: str, human: str, lengths: pd.Data
 _SAME = 1e-9
 
 
+def _taus_of_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Tau-b of each row of ``a`` with the same row of ``b``, values within ``_SAME`` one
+    value (NaN below 3 models both rank, or a side constant)."""
+    return kendall_rows(np.round(a / _SAME) * _SAME, np.round(b / _SAME) * _SAME)
+
+
 def _tau(a: np.ndarray, b: np.ndarray) -> float:
-    ok = np.isfinite(a) & np.isfinite(b)
-    a, b = np.round(a[ok] / _SAME) * _SAME, np.round(b[ok] / _SAME) * _SAME
-    if ok.sum() < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
-        return np.nan
-    return float(stats.kendalltau(a, b).statistic)
+    return float(_taus_of_rows(a[None, :], b[None, :])[0])
 
 
 def _taus(out: pd.DataFrame, table: pd.DataFrame, boot: np.ndarray, models: np.ndarray,
@@ -215,4 +217,4 @@ def _replicate_taus(ranking: str, table: pd.DataFrame, boot: np.ndarray, codes: 
                                                                          every)
         else:
             values = boot[:, :-1]
-    return np.array([_tau(v, h) for v, h in zip(values, human_means, strict=True)])
+    return _taus_of_rows(values, human_means)

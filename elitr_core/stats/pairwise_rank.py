@@ -22,10 +22,9 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from elitr_core.errors import DegenerateDataError, UserError
-from elitr_core.stats._corr_bootstrap import resample_indices
+from elitr_core.stats._corr_bootstrap import kendall_rows, resample_indices
 from elitr_core.stats.agreement import cluster_weights, pair_rng, percentile_ci
 from elitr_core.stats.elo_mle import bt_counts, replicate_strengths
 from elitr_core.stats.frame import QUESTION_KEY, group_codes, per_response
@@ -182,10 +181,7 @@ def _human_sums(m: Battles, scores: pd.DataFrame, reference: str) -> tuple[np.nd
 
 def _tau(rating: np.ndarray, human: np.ndarray) -> float:
     """Kendall tau-b over the models both rank (NaN with fewer than 3, or a constant side)."""
-    both = np.isfinite(rating) & np.isfinite(human)
-    if both.sum() < 3 or np.ptp(rating[both]) == 0 or np.ptp(human[both]) == 0:
-        return np.nan
-    return float(stats.kendalltau(rating[both], human[both]).statistic)
+    return float(kendall_rows(rating[None, :], human[None, :])[0])
 
 
 def _ratings(m: Battles, ranking: str, idx: np.ndarray, rng: np.random.Generator,
@@ -318,9 +314,11 @@ def _agreement_rows(m: Battles, own: pd.DataFrame, scores: pd.DataFrame,
         if o.n_bootstrap:
             rng = pair_rng(o.seed, m.evaluator, o.criterion, ranking)
             with np.errstate(invalid="ignore", divide="ignore"):  # a model's human drawn 0x
-                boot = np.array([_tau(_ratings(m, ranking, resample_indices(m.clusters, w),
-                                               rng, o.point),
-                                      (w @ sums) / (w @ counts)) for w in weights])
+                ratings = [_ratings(m, ranking, resample_indices(m.clusters, w), rng, o.point)
+                           for w in weights]
+                boot = kendall_rows(np.array(ratings).reshape(len(weights), len(m.models)),
+                                    np.array([(w @ sums) / (w @ counts) for w in weights]
+                                             ).reshape(len(weights), len(m.models)))
             try:
                 low, high = percentile_ci(boot, o.confidence, "tau")
             except DegenerateDataError:

@@ -27,8 +27,11 @@ from sqlalchemy import make_url
 
 from db.engine import dispose_engines
 from tests import schedule, spawn_guard, tiers, workers
+from tests.bundled import read_bundled_archives_once
 
 PG_URL = os.environ.get("DATABASE_URL_TEST")
+
+read_bundled_archives_once()  # each bundled archive decrypted once per test process
 
 
 def pytest_configure(config: pytest.Config) -> None:

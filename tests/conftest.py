@@ -11,6 +11,7 @@ import functools
 import os
 import shutil
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ from tests import schedule, spawn_guard, tiers, workers
 from tests.bundled import read_bundled_archives_once
 
 PG_URL = os.environ.get("DATABASE_URL_TEST")
+WARM_THREAD = "elitr-warm-pages"  # ui.warm.THREAD_NAME (not imported here: Streamlit)
 
 read_bundled_archives_once()  # each bundled archive decrypted once per test process
 
@@ -89,6 +91,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     """A test that started a program outside its tiers fails, with one sentence saying so."""
     report = yield
     problems = spawn_guard.violations()
+    if call.when == "teardown" and any(t.name == WARM_THREAD and t.is_alive()
+                                       for t in threading.enumerate()):
+        # it reads DATABASE_URL as it goes: the next tests' databases, in this process
+        problems.append(f"{item.nodeid} left the pages' background warm-up (ui.warm) running: "
+                        "join the thread it started, or replace ui.warm.again in the test.")
     if problems:
         before = f"\n\n{report.longrepr}" if report.longrepr else ""
         report.outcome = "failed"

@@ -38,8 +38,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import publish, uptime  # noqa: E402
-from elitr_core.stats.betting import betting_interval  # noqa: E402
 from elitr_core.stats import budget  # noqa: E402
+from elitr_core.stats.betting import betting_interval  # noqa: E402
 from elitr_core.stats.budget import REPLICATES, _smallest, _Studies  # noqa: E402
 from elitr_core.stats.intervals import SKEW_LIMIT, WIDER_CHECK_FROM  # noqa: E402
 

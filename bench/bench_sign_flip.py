@@ -8,9 +8,9 @@ totals of the other). Then the tables that run the test once per row on the bund
 (``model-difference`` for every model pair, ``st-vs-mt``). Last, the question-level
 Wilcoxon test beside it (``p_naive``): ``scipy.stats.wilcoxon`` on every row (before) against
 ``elitr_core.stats.paired.signed_rank_test`` (now) in ``export model-difference`` on the
-tests' small benchmark (18 rows of 12 questions: scipy's exact permutation path). CPU seconds (``process_time``),
-best of ``--repeats``; the load average is printed: on this 2-core machine other work moves
-every figure.
+tests' small benchmark (18 rows of 12 questions: scipy's exact permutation path). CPU
+seconds (``process_time``), best of ``--repeats``; the load average is printed: on this
+2-core machine other work moves every figure.
 
     python bench/bench_sign_flip.py [--repeats 3]
 """

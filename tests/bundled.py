@@ -1,26 +1,26 @@
 """The bundled release files, each read once per test process.
 
-The archives are ZipCrypto-encrypted, which Python decrypts in pure Python a byte at a time:
-reading a responses file out of ``generated-responses.zip`` costs 0.3-0.5 CPU-s (every member
-before it in the archive is decrypted too). A test that cuts or mutates a bundled file takes a
-fresh parse from here, read by the product's own reader (``iter_archive``) the first time.
+The archives are ZipCrypto-encrypted, which Python decrypts in pure Python a byte at a time
+(about 2 CPU-s for all of them). The product's own reader (``iter_archive``) reads each archive
+once per process, and replays it afterwards (:func:`read_bundled_archives_once`, installed by the
+conftest); a test that cuts or mutates a bundled file takes a fresh parse from here.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from elitr_core.data import benchmark
-from elitr_core.data.benchmark import DATA_DIR, iter_archive
+from elitr_core.data.benchmark import DATA_DIR
 
 
-@functools.cache
 def _member(archive: str, suffix: str) -> bytes:
-    return next(data for name, data in iter_archive(DATA_DIR / archive) if name.endswith(suffix))
+    # the whole archive, so that the reader keeps it for every later read in this process
+    members = list(benchmark.iter_archive(DATA_DIR / archive))
+    return next(data for name, data in members if name.endswith(suffix))
 
 
 def bundled_json(archive: str, suffix: str) -> Any:

@@ -31,7 +31,6 @@ from tests import schedule, spawn_guard, tiers, workers
 from tests.bundled import read_bundled_archives_once
 
 PG_URL = os.environ.get("DATABASE_URL_TEST")
-WARM_THREAD = "elitr-warm-pages"  # ui.warm.THREAD_NAME (not imported here: Streamlit)
 
 read_bundled_archives_once()  # each bundled archive decrypted once per test process
 
@@ -88,11 +87,13 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Iterator[None]:
-    """A test that started a program outside its tiers fails, with one sentence saying so."""
+    """A test that started a program outside its tiers, or left the pages' background warm-up
+    running, fails, with one sentence saying so."""
     report = yield
     problems = spawn_guard.violations()
-    if call.when == "teardown" and any(t.name == WARM_THREAD and t.is_alive()
-                                       for t in threading.enumerate()):
+    warm = sys.modules.get("ui.warm")  # not imported by this process: no warm-up to leave
+    if call.when == "teardown" and warm is not None and any(
+            t.name == warm.THREAD_NAME and t.is_alive() for t in threading.enumerate()):
         # it reads DATABASE_URL as it goes: the next tests' databases, in this process
         problems.append(f"{item.nodeid} left the pages' background warm-up (ui.warm) running: "
                         "join the thread it started, or replace ui.warm.again in the test.")

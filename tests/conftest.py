@@ -40,6 +40,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{tier}: {description}")
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the files of a ``schedule.TOGETHER`` group on one worker."""
+    return schedule.scheduler(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Streamlit's component scan done once per process, once the tests have imported
     Streamlit (a process that collected no Streamlit test never imports it for this).

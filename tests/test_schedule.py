@@ -30,6 +30,17 @@ def ids(items) -> list[str]:  # type: ignore[no-untyped-def]
     return [item.nodeid for item in items]
 
 
+def run_on_two_workers(folder: Path) -> None:
+    """``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (the Makefile's options) on the
+    test files and conftest in ``folder``; they must pass."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+         "--dist", "loadfile", "--no-loadscope-reorder", str(folder)],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 def test_costliest_files_first_and_each_files_tests_keep_their_order() -> None:
     items = [Item("tests/a.py::t1"), Item("tests/b.py::t1"), Item("tests/a.py::t2"),
              Item("tests/c.py::t1"), Item("tests/b.py::t2")]
@@ -102,12 +113,48 @@ def test_xdist_hands_out_files_in_this_order(tmp_path: Path) -> None:
         "    items[:] = schedule.by_cost(items, COSTS)\n")
     makefile = (ROOT / "Makefile").read_text()
     assert "--dist loadfile --no-loadscope-reorder" in makefile
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-         "--dist", "loadfile", "--no-loadscope-reorder", str(tmp_path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert run.returncode == 0, run.stdout + run.stderr
+    run_on_two_workers(tmp_path)
     started = list(dict.fromkeys(log.read_text().split()))
     assert set(started[:2]) == {"test_bigger.py", "test_big.py"}
     assert "test_cheap_many.py" not in started[:4]
+
+
+def test_a_together_group_is_one_unit_in_its_own_order() -> None:
+    """The files of a TOGETHER group are adjacent, in the group's order, ranked by their sum."""
+    second, first = schedule.TOGETHER[0][1], schedule.TOGETHER[0][0]
+    items = [Item(f"{second}::t1"), Item("tests/mid.py::t1"), Item(f"{first}::t1"),
+             Item(f"{second}::t2")]
+    measured = {second: 30.0, first: 30.0, "tests/mid.py": 50.0}
+    assert ids(schedule.by_cost(items, measured)) == [  # type: ignore[arg-type]
+        f"{first}::t1", f"{second}::t1", f"{second}::t2", "tests/mid.py::t1"]
+    assert schedule.unit_of(f"{second}::t2") == schedule.unit_of(first) == first
+    assert schedule.unit_of("tests/mid.py::t1") == "tests/mid.py"
+
+
+def test_xdist_runs_a_together_group_on_one_worker(tmp_path: Path) -> None:
+    """A real ``pytest -n 2`` with the conftest's scheduler: the group's files run on one
+    worker, one after the other, although each alone would go to the idle worker."""
+    log = tmp_path / "ran.log"
+    for name in ("test_a.py", "test_b.py", "test_c.py", "test_d.py"):
+        (tmp_path / name).write_text(
+            "import os, time\n"
+            "def test_it():\n"
+            f"    with open({str(log)!r}, 'a') as f:\n"
+            f"        f.write(os.environ['PYTEST_XDIST_WORKER'] + ' {name}\\n')\n"
+            "    time.sleep(0.5)\n")
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "from tests import schedule\n"
+        "schedule.TOGETHER = (('test_c.py', 'test_a.py'),)\n"
+        "COSTS = {'test_a.py': 5.0, 'test_b.py': 8.0, 'test_c.py': 5.0, 'test_d.py': 1.0}\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    items[:] = schedule.by_cost(items, COSTS)\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_xdist_make_scheduler(config, log):\n"
+        "    return schedule.scheduler(config, log)\n")
+    run_on_two_workers(tmp_path)
+    ran = [line.split() for line in log.read_text().splitlines()]
+    workers = {name: worker for worker, name in ran}
+    assert workers["test_c.py"] == workers["test_a.py"] != workers["test_b.py"]
+    order = [name for _, name in ran]
+    assert order.index("test_c.py") < order.index("test_a.py")

@@ -11,9 +11,10 @@ ones the protocol means.
 The fake loopback server stays for fault injection (429/500/a killed server), which a real
 server cannot give.
 
-The plain answers are computed while the servers answer. The file name sorts before
-``test_smollm2.py`` for speed only: that module asks the same prompts and finds their plain
-answers already computed, instead of this one waiting on the servers with a core idle."""
+The plain answers are computed while the servers answer. This file runs just before
+``test_smollm2.py`` on the same xdist worker (``tests/schedule.TOGETHER``), for speed only: that
+module asks the same prompts and finds their plain answers already computed, instead of this one
+waiting on the servers with a core idle."""
 
 from __future__ import annotations
 

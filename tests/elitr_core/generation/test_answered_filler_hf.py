@@ -12,8 +12,11 @@ tokens (every reply planned at 8 tokens: SmolLM2 fills them).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import torch
 
 from elitr_core.backends.base import Message
 from elitr_core.cli.main import main
@@ -28,12 +31,23 @@ pytestmark = REAL_MODEL_TIMEOUT
 SPAN = 2000
 
 
-def test_answered_fillers_on_smollm2(bundled_sqlite: str,
+@pytest.fixture(scope="module")
+def smollm2() -> Iterator[Path]:
+    """The model directory, the engine on one thread (as test_interleave_hf's): the two xdist
+    workers share two cores, and torch's default (one thread a core) made this file use both
+    (48 CPU-s in 43 s) against the other worker."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield load()[0]
+    torch.set_num_threads(threads)
+
+
+def test_answered_fillers_on_smollm2(bundled_sqlite: str, smollm2: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     url = bundled_sqlite
     rh.set_transcripts(url, lines=2)
     keep_first_questions(url, 1)
-    path, tokenizer, _ = load()
+    path, tokenizer = smollm2, load()[1]
     args = ["generate", "--backend", "hf", "--model", "smollm2", "--model-path", str(path),
             "--device", "cpu", "--dtype", "float32", "--setting", "conv", "--interleave", "2",
             "--span", str(SPAN), "--answered-filler", "--split", "test2", "--meetings",

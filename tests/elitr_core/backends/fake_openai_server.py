@@ -96,7 +96,7 @@ class ServerState:
     attempts: dict[str, int] = field(default_factory=dict)
     in_flight: int = 0
     max_in_flight: int = 0
-    cache: set[str] = field(default_factory=set)
+    cache: set[bytes] = field(default_factory=set)
     completed: int = 0
 
 
@@ -109,13 +109,13 @@ def _tokens(messages: list[dict[str, str]]) -> list[str]:
     return tokens
 
 
-def _block_hashes(tokens: list[str], block_size: int) -> list[str]:
+def _block_hashes(tokens: list[str], block_size: int) -> list[bytes]:
     """Chained hashes of full blocks, as vLLM's automatic prefix caching keys its KV blocks."""
-    hashes: list[str] = []
-    previous = ""
+    hashes: list[bytes] = []
+    previous = b""
     for start in range(0, len(tokens) - block_size + 1, block_size):
         block = "\x1f".join(tokens[start : start + block_size])
-        previous = hashlib.sha256((previous + "\x1e" + block).encode()).hexdigest()
+        previous = hashlib.sha256(previous + b"\x1e" + block.encode()).digest()
         hashes.append(previous)
     return hashes
 
@@ -265,7 +265,8 @@ class FakeOpenAIServer:
         script = self.script
         # Cache hits are decided at arrival (prefill), the cache filled at completion: requests
         # of a cold meeting that overlap all miss, as with a real server's KV blocks.
-        hashes = _block_hashes(_tokens(record.messages), script.block_size)
+        tokens = _tokens(record.messages)
+        hashes = _block_hashes(tokens, script.block_size)
         with self.state.lock:
             hits = next((i for i, h in enumerate(hashes) if h not in self.state.cache), len(hashes))
         record.cached_tokens = hits * script.block_size
@@ -283,9 +284,10 @@ class FakeOpenAIServer:
             headers = {"Retry-After": script.retry_after} if script.retry_after else {}
             message = script.error_message or f"scripted failure {status}"
             return status, _error_payload(status, message), headers
-        return 200, self._completion(record, hashes), {}
+        return 200, self._completion(record, tokens, hashes), {}
 
-    def _completion(self, record: RequestRecord, hashes: list[str]) -> dict[str, Any]:
+    def _completion(self, record: RequestRecord, tokens: list[str],
+                    hashes: list[bytes]) -> dict[str, Any]:
         messages = record.messages
         text = self.script.reply(messages)
         words = text.split()
@@ -295,7 +297,6 @@ class FakeOpenAIServer:
             words, finish = words[:max_tokens], "length"
         if finish == "length" or not self.script.exact_reply:
             text = " ".join(words)
-        tokens = _tokens(messages)
         with self.state.lock:
             self.state.cache.update(hashes)
             self.state.completed += 1

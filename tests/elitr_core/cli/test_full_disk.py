@@ -102,8 +102,11 @@ def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
 def _new_judges_scores(db: str, tmp_path: Path) -> Path:
     """gpt-4's bundled scores as a CSV under a judge the database does not hold yet: an
     import of every row."""
-    scores = tmp_path / "scores.csv"
-    _cli("export", "scores", "--evaluator", "gpt-4", "--out", str(scores), db=db)
+    from elitr_core.cli.main import main
+
+    scores = tmp_path / "scores.csv"  # (the input only: made in this process)
+    assert main(["export", "scores", "--evaluator", "gpt-4", "--out", str(scores),
+                 "--db", db]) == 0
     lines = scores.read_text().splitlines()
     scores.write_text("\n".join([lines[0], *(line.replace(",gpt-4,", ",full-disk-judge,")
                                              for line in lines[1:])]) + "\n")

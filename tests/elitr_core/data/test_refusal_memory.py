@@ -10,6 +10,7 @@ module (``ru_maxrss`` of the finished child).
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -68,10 +69,14 @@ KINDS: dict[str, tuple[str, Callable[[], bytes]]] = {
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_a_refusal_stays_under_300_mb(kind: str, tmp_path: Path) -> None:
+def test_a_refusal_stays_under_300_mb(kind: str, tmp_path: Path,
+                                      schema_sqlite_template: Path) -> None:
     name, build = KINDS[kind]
     path = tmp_path / name
     path.write_bytes(build())
+    # a database at the newest schema (a copy), so the child refuses the file without first
+    # running every migration on a new one
+    shutil.copy(schema_sqlite_template, tmp_path / "db.sqlite")
     command = [sys.executable, "-c", MEASURE, sys.executable, "-m", "elitr_core", "import",
                str(path), "--db", f"sqlite:///{tmp_path / 'db.sqlite'}"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,

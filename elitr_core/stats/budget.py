@@ -74,7 +74,7 @@ from elitr_core.stats.intervals import (
     too_few_human_note,
 )
 from elitr_core.stats.pairs import GROUP_KEY, judge_human_table
-from elitr_core.stats.ppi_designs import uniform_estimates
+from elitr_core.stats.ppi_designs import estimates_from_sums
 from elitr_core.vocab import EXPORT_COLUMNS, SCORE_MAX, SCORE_MIN
 
 BUDGET_COLUMNS: tuple[str, ...] = EXPORT_COLUMNS["ppi-budget"]
@@ -102,23 +102,56 @@ class _Studies:
             self.rest = judge[rng.random((replicates, self.size)).argsort(axis=1)]
         # the bisection asks again for a size it has tried (its answer, at the end)
         self._met: dict[tuple[int, str, float, float], float] = {}
+        self._sums: tuple[list[np.ndarray], list[np.ndarray]] | None = None
+        self._f_variance: np.ndarray | None = None
 
     def half_widths(self, n: int, design: str, confidence: float) -> np.ndarray:
-        """Half-width of the table's t interval in each study with ``n`` labelled."""
-        labelled = np.zeros((len(self.y), self.size), bool)
-        labelled[:, :n] = True
-        f = self.f if self.full else np.where(labelled, self.f, self.rest)
+        """Half-width of the table's t interval in each study with ``n`` labelled: a study
+        labels its first ``n`` responses, so its sums over the labelled and the unlabelled
+        ones are running sums along it, formed once for every ``n`` (:meth:`_running`).
+        Tested within 1e-12 (relative) of :func:`~elitr_core.stats.ppi_designs.
+        uniform_estimates` on the ``labelled`` mask of each ``n``, which the bisection called
+        for every size it tried (3-4 ms a size on 1,000 studies of 130 responses; the sums
+        differ in their rounding only). All ``N`` labelled is the human mean, as the table
+        prints it, whatever the design."""
+        rows = len(self.y)
+        unlabelled = self.size - n
         if n == self.size:  # everything labelled: the human mean, as the table prints it
-            design = "human-only"
-            y, f = np.concatenate([self.y, self.y[:, :1]], 1), np.concatenate([f, f[:, :1]], 1)
-            labelled = np.concatenate([labelled, np.zeros((len(y), 1), bool)], 1)
-        else:
-            y = self.y
-        _, se, df = uniform_estimates(y, f, labelled, design)
+            design, unlabelled = "human-only", 1
+        head, tail = self._running()
+        sums = tuple(s[:, n] for s in head) + tuple(s[:, n] for s in tail)
+        if self.full:  # every study's judge scores are the N responses' in another order
+            def f_variance() -> np.ndarray:
+                if self._f_variance is None:
+                    self._f_variance = self.f.var(axis=-1, ddof=1)
+                return self._f_variance
+        else:  # its labelled pilot-population pairs', then the unlabelled judge scores
+            def f_variance() -> np.ndarray:
+                total, squares = sums[3] + sums[5], sums[4] + sums[6]
+                return (squares - total * total / self.size) / (self.size - 1)
+        _, se, df = estimates_from_sums(np.full(rows, float(n)),
+                                        np.full(rows, float(unlabelled)), sums, f_variance,
+                                        design)
         return np.where(np.isnan(se), np.inf, quantile(confidence, df) * np.nan_to_num(se))
 
+    def _running(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Column ``k`` (``0..size``): each study's sums of ``y``, ``y * y``, ``y * f``,
+        ``f`` and ``f * f`` over its first ``k`` responses, and of the unlabelled judge
+        scores and their squares over the responses from ``k`` on."""
+        if self._sums is None:
+            y, f = self.y, self.f
+            rest = f if self.full else self.rest
+            zero = np.zeros((len(y), 1))
+            head = [np.concatenate([zero, np.cumsum(v, 1)], 1)
+                    for v in (y, y * y, y * f, f, f * f)]
+            tail = [np.concatenate([np.cumsum(v[:, ::-1], 1)[:, ::-1], zero], 1)
+                    for v in (rest, rest * rest)]
+            self._sums = head, tail
+        return self._sums
+
     def assurance(self, n: int, design: str, half_width: float, confidence: float) -> float:
-        key = (int(n), design, half_width, confidence)
+        # labelling all N is the human mean's plan whatever the design
+        key = (int(n), "human-only" if n == self.size else design, half_width, confidence)
         if key not in self._met:
             self._met[key] = float((self.half_widths(n, design, confidence) <= half_width).mean())
         return self._met[key]

@@ -14,6 +14,8 @@ estimates against :func:`~elitr_core.stats.ppi.ppi_mean` one replicate at a time
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -50,14 +52,14 @@ def _masked_sums(labelled: np.ndarray, rest: np.ndarray, y: np.ndarray,
 
 
 def _lambda(design: str, n: np.ndarray, big_n: np.ndarray, cov: np.ndarray,
-            f: np.ndarray) -> np.ndarray:
+            f_variance: Callable[[], np.ndarray]) -> np.ndarray:
     if design == "human-only":
         return np.zeros_like(n)
     if design == "ppi":
         return np.ones_like(n)
     if design == "ppi++":
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.clip(np.nan_to_num(cov / ((1 + n / big_n) * f.var(axis=-1, ddof=1))),
+            return np.clip(np.nan_to_num(cov / ((1 + n / big_n) * f_variance())),
                            0.0, 1.0)
     raise UserError(f"unknown uniform design {design!r}")
 
@@ -76,14 +78,25 @@ def uniform_estimates(y: np.ndarray, f: np.ndarray, labelled: np.ndarray, design
     """
     rest = ~labelled
     n, big_n = labelled.sum(axis=1).astype(float), rest.sum(axis=1).astype(float)
-    s_y, s_yy, s_yf, s_fl, s_ffl, s_fu, s_ffu = _masked_sums(labelled, rest, y, f)
+    return estimates_from_sums(n, big_n, _masked_sums(labelled, rest, y, f),
+                               lambda: f.var(axis=-1, ddof=1), design, interval)
+
+
+def estimates_from_sums(n: np.ndarray, big_n: np.ndarray, sums: tuple[np.ndarray, ...],
+                        f_variance: Callable[[], np.ndarray], design: str,
+                        interval: str = "t") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`uniform_estimates` from each replicate's ``n`` labelled and ``big_n`` unlabelled
+    responses and its sums (``_masked_sums``' seven, in its order); ``f_variance`` gives the
+    ``ddof=1`` variance of each replicate's judge scores (called for PPI++ only). The budget
+    planner forms the sums of every size at once, as running sums along its studies."""
+    s_y, s_yy, s_yf, s_fl, s_ffl, s_fu, s_ffu = sums
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_y, mean_fl, mean_fu = s_y / n, s_fl / n, s_fu / big_n
         var_y = s_yy / n - mean_y**2  # ddof=0 moments
         var_fl = s_ffl / n - mean_fl**2
         var_fu = s_ffu / big_n - mean_fu**2
         cov = s_yf / n - mean_y * mean_fl
-        lam = _lambda(design, n, big_n, cov, f)
+        lam = _lambda(design, n, big_n, cov, f_variance)
         estimate = lam * mean_fu + mean_y - lam * mean_fl
         residual = np.maximum(var_y - 2 * lam * cov + lam**2 * var_fl, 0)
         imputed = lam**2 * var_fu / big_n

@@ -15,6 +15,7 @@ from scipy import stats
 from elitr_core.errors import DegenerateDataError, UserError
 from elitr_core.stats.budget import BUDGET_COLUMNS, _Studies, budget_plan
 from elitr_core.stats.ppi import classical_mean, ppipp_mean
+from elitr_core.stats.ppi_designs import uniform_estimates
 from tests.elitr_core.stats.synthetic import bundled
 from tests.elitr_core.stats.test_ppi import judge_and_human
 
@@ -189,3 +190,28 @@ def test_ppi_plans_from_pilots_of_a_judge_that_tracks_the_humans_print_what_they
         printed.append(float(plan["assurance_ppi"]))
         met.append(hits / 250)
     assert abs(np.mean(printed) - np.mean(met)) <= 0.05, (np.mean(printed), np.mean(met))
+
+
+@pytest.mark.parametrize("pilot", [150, 20])
+def test_the_running_sums_give_the_table_interval_of_every_size(pilot: int) -> None:
+    """The planner's half-widths of each size from running sums along its studies equal those
+    of :func:`uniform_estimates` on the mask of the ``n`` labelled (1e-12, relative), for a
+    population scored in full and for a pilot; all labelled is the human mean's interval."""
+    rng = np.random.default_rng(3)
+    y = np.clip(rng.normal(5, 2, 150), 1, 10)
+    f = np.clip(y + 0.8 + rng.normal(0, 1, 150), 1, 10)
+    studies = _Studies(y[:pilot], f[:pilot], f, 200, 1)
+    for n in (2, 3, 17, 60, 149, 150):
+        labelled = np.zeros((200, 150), bool)
+        labelled[:, :n] = True
+        used = studies.f if pilot == 150 else np.where(labelled, studies.f, studies.rest)
+        ys, fs = studies.y, used
+        if n == 150:
+            ys, fs = np.c_[ys, ys[:, :1]], np.c_[fs, fs[:, :1]]
+            labelled = np.c_[labelled, np.zeros((200, 1), bool)]
+        for design in ("human-only", "ppi++"):
+            _, se, dof = uniform_estimates(ys, fs, labelled, "human-only" if n == 150 else design)
+            want = np.where(np.isnan(se), np.inf, stats.t.ppf(0.975, dof) * np.nan_to_num(se))
+            got = studies.half_widths(n, design, 0.95)
+            assert np.isinf(got).tolist() == np.isinf(want).tolist()
+            assert got[np.isfinite(got)] == pytest.approx(want[np.isfinite(want)], rel=1e-12)

@@ -81,8 +81,21 @@ def shared_server(shared_bundled: str, tmp_path_factory: pytest.TempPathFactory
         yield url
 
 
+@pytest.fixture(scope="session")
+def browser_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One HTTP and JavaScript code cache for the Chromiums of this process (xdist worker),
+    which run one after another: each test's browser still starts on an empty profile (no
+    cookies, storage or history) but takes Streamlit's hashed, immutable JavaScript chunks
+    from the cache, with V8's compiled code, instead of fetching, parsing and compiling them
+    cold on every page load (measured: 9.7 instead of 10.2 CPU-s and 8.1 instead of 9.2 s for
+    a start, Home and the Leaderboard). A fetch a test looks for is still made: the app's
+    pages and data are sent ``no-cache``, and the plain-text test's beacon answers 204
+    without caching headers; ``performance`` lists a resource taken from the cache too."""
+    return tmp_path_factory.mktemp("chrome-cache")
+
+
 @pytest.fixture
-def browser(tmp_path: Path) -> Iterator[object]:
+def browser(tmp_path: Path, browser_cache: Path) -> Iterator[object]:
     """A headless Debian Chromium driven by Selenium through Debian's chromedriver."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -105,6 +118,7 @@ def browser(tmp_path: Path) -> Iterator[object]:
         "--disable-sync",
         "--window-size=1400,1000",
         f"--user-data-dir={tmp_path / 'chrome'}",
+        f"--disk-cache-dir={browser_cache}",
     ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(driver_path), options=options)

@@ -131,13 +131,21 @@ def browser(tmp_path: Path, browser_cache: Path) -> Iterator[object]:
 @pytest.fixture
 def wait_for_text() -> Callable[..., None]:
     """Wait until the page body contains every given text."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     def wait(driver: object, *texts: str, timeout: float = 60) -> None:
         def ready(d: object) -> bool:
-            body = d.find_element(By.TAG_NAME, "body").text  # type: ignore[attr-defined]
+            try:
+                body = d.find_element(By.TAG_NAME, "body").text  # type: ignore[attr-defined]
+            except WebDriverException as error:
+                # the same stale body, when the old document goes between chromedriver's
+                # finding it and reading it ("unknown error: ... Node with given id does not
+                # belong to the document"): seen once the JS came from the browser cache
+                if "does not belong to the document" not in str(error.msg):
+                    raise
+                return False
             return all(t in body for t in texts)
 
         # a body read while the page is replaced (the login's redirect through /session/start)

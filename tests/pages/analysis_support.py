@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,9 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
+from db.engine import dispose_engines
 from elitr_core.cli.main import main
+from tests.dbstate import snapshot
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -100,3 +104,25 @@ def messages(at: AppTest) -> dict[str, list[str]]:
 #: The paper's comparison (test2, QA, single-turn): as the pages' filters and as CLI options.
 PAPER = {"split": "test2", "setting": "qa", "mode": "st"}
 PAPER_ARGS = ("--split", "test2", "--setting", "qa", "--mode", "st")
+
+
+def shared_copy(template: Path, folder: Path,
+                prepare: Callable[[str], None] = lambda url: None) -> Iterator[str]:
+    """A copy of ``template`` (SQLite URL) in ``folder``, after ``prepare(url)``, for the tests
+    of a module that only read it: the pages cache their reads by database URL (``ui.data``),
+    so each test's page runs find the tables and figures the module's earlier tests computed
+    instead of computing them again on a copy of their own; every test still runs its pages
+    and checks what they show. A test that writes takes a database of its own; one that wrote
+    here anyway errors at the module's end."""
+    from elitr_core.data import database
+
+    target = folder / "bundled.db"
+    shutil.copy(template, target)
+    url = f"sqlite:///{target}"
+    prepare(url)
+    before = snapshot(url)
+    yield url
+    assert snapshot(url) == before, "a test wrote to its module's shared database: give it " \
+        "its own (bundled_sqlite)"
+    dispose_engines()
+    database._READY.clear()

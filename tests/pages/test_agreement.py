@@ -21,10 +21,15 @@ from tests.pages.analysis_support import (
 SECTION = "agreement.section"
 
 
-@pytest.fixture
-def app(bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    at = open_page(bundled_sqlite, monkeypatch, "agreement")
+def _paper_page(url: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    at = open_page(url, monkeypatch, "agreement")
     return set_filters(at, split="test2", setting="qa", mode="st")
+
+
+@pytest.fixture
+def app(shared_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    """The page on the module's shared database (its reads cached across the tests)."""
+    return _paper_page(shared_sqlite, monkeypatch)
 
 
 def _tables(at: AppTest) -> dict[str, object]:
@@ -84,13 +89,13 @@ def test_paper_comparison(app: AppTest) -> None:
     assert set(tables["ranks"]["n_models"]) == {3}
 
 
-def test_pearson_against_scipy(app: AppTest, bundled_sqlite: str) -> None:
+def test_pearson_against_scipy(app: AppTest, shared_sqlite: str) -> None:
     from db.runs import ScoreFilter
     from db.transaction import reading
     from elitr_core.data.database import open_database
     from elitr_core.data.scores import scores_table
 
-    with reading(open_database(bundled_sqlite)) as session:
+    with reading(open_database(shared_sqlite)) as session:
         scores = scores_table(session, ScoreFilter(split="test2", setting="qa", mode="st"))
     wide = scores.pivot_table(index=["meeting", "question_id", "model"], columns="evaluator",
                               values="score").dropna(subset=["gpt-4", "gold-human"])
@@ -105,13 +110,13 @@ def test_pearson_against_scipy(app: AppTest, bundled_sqlite: str) -> None:
     assert row["mae"] == pytest.approx(np.mean(np.abs(wide["gpt-4"] - wide["gold-human"])))
 
 
-def test_csv_downloads_are_byte_identical_to_cli(app: AppTest, bundled_sqlite: str,
+def test_csv_downloads_are_byte_identical_to_cli(app: AppTest, shared_sqlite: str,
                                                  tmp_path: Path) -> None:
     options = ["--split", "test2", "--setting", "qa", "--mode", "st"]
     for table, tab in (("evaluator-correlation", "Correlation between evaluators"),
                        ("icc", "Intraclass correlation")):
         page_bytes = download_bytes(open_tab(app, SECTION, tab), f"download.{table}.csv")
-        assert page_bytes == cli_export(bundled_sqlite, table, tmp_path / f"{table}.csv",
+        assert page_bytes == cli_export(shared_sqlite, table, tmp_path / f"{table}.csv",
                                         *options)
 
 
@@ -156,11 +161,11 @@ def test_empty_filter_result_is_a_message(app: AppTest) -> None:
         infos
 
 
-def test_ngram_metrics_can_be_added_from_the_page(app: AppTest, bundled_sqlite: str,
-                                                  tmp_path: Path,
+def test_ngram_metrics_can_be_added_from_the_page(bundled_sqlite: str, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from ui import warm
 
+    app = _paper_page(bundled_sqlite, monkeypatch)  # its own database: the page writes
     # the page asks for the default views anew (ui.warm.again, tested in test_warm.py); run
     # here, that background warm-up outlived the test and computed every page's views on the
     # databases of the tests after it in this process

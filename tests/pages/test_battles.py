@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,13 @@ from db.engine import get_engine
 from elitr_core.backends.fake import FakeBackend
 from elitr_core.judging.pairs import PairwiseSpec
 from elitr_core.judging.pairwise_runner import pairwise_judge_run
-from tests.pages.analysis_support import cli_export, download_bytes, messages, open_page
+from tests.pages.analysis_support import (
+    cli_export,
+    download_bytes,
+    messages,
+    open_page,
+    shared_copy,
+)
 
 MODELS = ("GPT-4", "Vicuna-13B-v1.5", "LongAlpaca-7B")
 
@@ -24,14 +31,22 @@ def judge_all(url: str) -> None:
         pairwise_judge_run(get_engine(url), spec, FakeBackend())
 
 
+@pytest.fixture(scope="module")
+def judged_sqlite(bundled_sqlite_template: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The bundled data with :func:`judge_all`'s judgments, judged once for the tests that
+    only read it (``analysis_support.shared_copy``)."""
+    yield from shared_copy(bundled_sqlite_template, tmp_path_factory.mktemp("judged"),
+                           judge_all)
+
+
 @pytest.fixture
-def app(bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    judge_all(bundled_sqlite)
-    return open_page(bundled_sqlite, monkeypatch, "battles")
+def app(judged_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    return open_page(judged_sqlite, monkeypatch, "battles")
 
 
-def test_battle_judge_tables_match_the_cli(app: AppTest, bundled_sqlite: str,
-                                           tmp_path: Path) -> None:
+def test_battle_judge_tables_match_the_cli(app: AppTest, judged_sqlite: str,
+                                          tmp_path: Path) -> None:
     assert not app.exception
     shown = messages(app)
     assert shown["error"] == [] and shown["info"] == []
@@ -52,7 +67,7 @@ def test_battle_judge_tables_match_the_cli(app: AppTest, bundled_sqlite: str,
              ["--baseline", "GPT-4", "--criterion", "verdict"]),
             ("download.pairwise-agreement-verdict.csv", "pairwise-agreement",
              ["--reference", "gold-human", "--criterion", "verdict"])):
-        assert download_bytes(app, key) == cli_export(bundled_sqlite, table,
+        assert download_bytes(app, key) == cli_export(judged_sqlite, table,
                                                       tmp_path / f"{table}.csv", *options)
     # no key-fact view for a battle judge
     assert not [s for s in app.subheader if "Key facts" in s.value]

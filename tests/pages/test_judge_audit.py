@@ -28,8 +28,9 @@ TABS = {"ppi": "PPI leaderboard", "ppi-budget": "Budget planner",
 
 
 @pytest.fixture
-def app(bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    at = open_page(bundled_sqlite, monkeypatch, "judge_audit")
+def app(shared_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    """The page on the module's shared database (its reads cached across the tests)."""
+    at = open_page(shared_sqlite, monkeypatch, "judge_audit")
     return set_filters(at, **PAPER)
 
 
@@ -44,7 +45,7 @@ def test_opens_on_the_ppi_leaderboard_alone(app: AppTest) -> None:
     assert len(app.dataframe) == 2 and len(app.get("plotly_chart")) == 1  # the other tabs wait
 
 
-def test_tables_figures_and_downloads(app: AppTest, bundled_sqlite: str,
+def test_tables_figures_and_downloads(app: AppTest, shared_sqlite: str,
                                       tmp_path: Path) -> None:
     charts = 0
     warnings = []
@@ -58,14 +59,14 @@ def test_tables_figures_and_downloads(app: AppTest, bundled_sqlite: str,
         if table in {"self-consistency", "turn-effect"}:
             continue  # one sample per response, one mode: those sections say what is missing
         page = download_bytes(app, f"download.{table}.csv")
-        cli = cli_export(bundled_sqlite, table, tmp_path / f"{table}.csv", *PAPER_ARGS,
+        cli = cli_export(shared_sqlite, table, tmp_path / f"{table}.csv", *PAPER_ARGS,
                          "--judge", "gpt-4", "--human", "gold-human")
         assert page == cli, table
     assert "--samples 2" in " ".join(warnings) and "mode mt" in " ".join(warnings)
     assert charts == 6  # ppi, designs, recalibration, effects, length control (its tab twice)
 
 
-def test_budget_option_reaches_the_table(app: AppTest, bundled_sqlite: str,
+def test_budget_option_reaches_the_table(app: AppTest, shared_sqlite: str,
                                          tmp_path: Path) -> None:
     # each number sits in the tab it shapes
     open_tab(app, SECTION, TABS["ppi-budget"])
@@ -75,7 +76,7 @@ def test_budget_option_reaches_the_table(app: AppTest, bundled_sqlite: str,
     assert not app.exception
     open_tab(app, SECTION, TABS["ppi-budget"])
     assert download_bytes(app, "download.ppi-budget.csv") == cli_export(
-        bundled_sqlite, "ppi-budget", tmp_path / "b.csv", *PAPER_ARGS, "--half-width", "1")
+        shared_sqlite, "ppi-budget", tmp_path / "b.csv", *PAPER_ARGS, "--half-width", "1")
     open_tab(app, SECTION, TABS["ppi-designs"])
     designs = download_bytes(app, "download.ppi-designs.csv").decode()
     assert ",60," in designs.splitlines()[1]
@@ -111,11 +112,11 @@ def test_a_half_scored_study_shows_its_active_table(
 
 
 def test_conversation_tab_shows_the_cluster_tests_and_notes(
-        bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        shared_sqlite: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Both modes, the gpt-4 judge against prometheus: the Conversation tab's tables carry
     the meetings' p, the naive p as its own column and the notes, byte-identical to the CLI;
     the PPI tab names why six models have no human cells."""
-    app = open_page(bundled_sqlite, monkeypatch, "judge_audit")
+    app = open_page(shared_sqlite, monkeypatch, "judge_audit")
     app = set_filters(app, evaluators=["gpt-4", "prometheus"])
     app.selectbox(key="audit.human").set_value("prometheus").run()
     open_tab(app, SECTION, TABS["st-vs-mt"])
@@ -132,7 +133,7 @@ def test_conversation_tab_shows_the_cluster_tests_and_notes(
                "--human", "prometheus")
     for table in ("turn-effect", "st-vs-mt"):
         assert download_bytes(app, f"download.{table}.csv") == cli_export(
-            bundled_sqlite, table, tmp_path / f"{table}.csv", *options), table
+            shared_sqlite, table, tmp_path / f"{table}.csv", *options), table
 
 
 def test_ppi_notes_reach_the_page(app: AppTest) -> None:
@@ -186,10 +187,10 @@ def test_conversation_tab_shows_the_interleaving_tables_as_the_cli(
 
 
 def test_with_the_default_filters_the_rows_with_human_scores_come_first(
-        bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        shared_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Filters at "all": the dev and Conv rows have no human score (every estimate an en dash);
     they came first, the test2 QA-st rows with gold-human scores ~45 rows down."""
-    at = open_page(bundled_sqlite, monkeypatch, "judge_audit")
+    at = open_page(shared_sqlite, monkeypatch, "judge_audit")
     ppi = at.dataframe[0].value
     labelled = (ppi["n_labelled"].fillna(0) > 0).tolist()
     assert any(labelled) and not all(labelled)

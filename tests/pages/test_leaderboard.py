@@ -25,8 +25,9 @@ SECTION = "leaderboard.section"
 
 
 @pytest.fixture
-def app(bundled_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    return open_page(bundled_sqlite, monkeypatch, "leaderboard")
+def app(shared_sqlite: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    """The page on the module's shared database (its reads cached across the tests)."""
+    return open_page(shared_sqlite, monkeypatch, "leaderboard")
 
 
 def _sql_mean(db_url: str, model: str, split: str, setting: str, mode: str, slug: str) -> float:
@@ -41,7 +42,7 @@ def _sql_mean(db_url: str, model: str, split: str, setting: str, mode: str, slug
     return float(value)
 
 
-def test_main_table_matches_cli_and_sql(app: AppTest, bundled_sqlite: str, tmp_path: Path) -> None:
+def test_main_table_matches_cli_and_sql(app: AppTest, shared_sqlite: str, tmp_path: Path) -> None:
     assert not app.exception
     assert messages(app) == {"error": [], "warning": [], "info": []}
     main_table = app.dataframe[0].value
@@ -49,12 +50,12 @@ def test_main_table_matches_cli_and_sql(app: AppTest, bundled_sqlite: str, tmp_p
         "rank", "QA-st mean", "QA-mt mean", "Conv-mt mean", "QA-st dev", "QA-st test2",
         "QA-mt dev", "QA-mt test2", "Conv-mt dev", "Conv-mt test2"]
     shown = float(main_table.loc["GPT-4", "QA-st test2"])
-    exported = cli_export(bundled_sqlite, "leaderboard", tmp_path / "lb.csv").decode()
+    exported = cli_export(shared_sqlite, "leaderboard", tmp_path / "lb.csv").decode()
     row = next(r for r in csv.DictReader(io.StringIO(exported))
                if (r["model"], r["setting"], r["mode"], r["split"], r["evaluator"])
                == ("GPT-4", "qa", "st", "test2", "gpt-4"))
     assert shown == pytest.approx(float(row["mean"]), abs=5e-6)  # CSV keeps 6 digits
-    assert shown == pytest.approx(_sql_mean(bundled_sqlite, "GPT-4", "test2", "qa", "st", "gpt-4"))
+    assert shown == pytest.approx(_sql_mean(shared_sqlite, "GPT-4", "test2", "qa", "st", "gpt-4"))
     assert row["n"] == "130" and row["n_seeds"] == "1" and row["std"] == ""
     # the paper's mean column is the unweighted mean of dev and test2
     assert float(main_table.loc["GPT-4", "QA-st mean"]) == pytest.approx(
@@ -76,13 +77,13 @@ def test_main_table_matches_cli_and_sql(app: AppTest, bundled_sqlite: str, tmp_p
     assert reranked.index[-1] == "GPT-3.5" and pd.isna(reranked.loc["GPT-3.5", "rank"])
 
 
-def test_csv_download_is_byte_identical_to_cli(app: AppTest, bundled_sqlite: str,
+def test_csv_download_is_byte_identical_to_cli(app: AppTest, shared_sqlite: str,
                                                tmp_path: Path) -> None:
     set_filters(app, split="test2", setting="qa", evaluators=["gpt-4", "gold-human"])
     open_tab(app, SECTION, "Long table")
     assert not app.exception
     page_bytes = download_bytes(app, "download.leaderboard.csv")
-    cli = cli_export(bundled_sqlite, "leaderboard", tmp_path / "lb.csv", "--split", "test2",
+    cli = cli_export(shared_sqlite, "leaderboard", tmp_path / "lb.csv", "--split", "test2",
                      "--setting", "qa", "--evaluator", "gpt-4", "--evaluator", "gold-human")
     assert page_bytes == cli
     assert b"gold-human" in page_bytes and b"prometheus" not in page_bytes
@@ -115,7 +116,7 @@ def test_empty_filter_result_is_a_message(app: AppTest) -> None:
     assert not app.dataframe
 
 
-def test_model_families_and_differentiating_questions(app: AppTest, bundled_sqlite: str,
+def test_model_families_and_differentiating_questions(app: AppTest, shared_sqlite: str,
                                                       tmp_path: Path) -> None:
     open_tab(app, SECTION, "Model families")
     assert not app.exception
@@ -125,7 +126,7 @@ def test_model_families_and_differentiating_questions(app: AppTest, bundled_sqli
     # the group mean pools the members' responses: check one cell against SQL
     gpt_who = families[(families["model"] == "GPT") & (families["evaluator"] == "gpt-4")
                        & (families["level"] == "who")].iloc[0]
-    path = bundled_sqlite.removeprefix("sqlite:///")
+    path = shared_sqlite.removeprefix("sqlite:///")
     with sqlite3.connect(path) as conn:
         n, mean = conn.execute(
             "SELECT count(*), avg(s.value) FROM score s JOIN response r ON r.id = s.response_id "
@@ -136,7 +137,7 @@ def test_model_families_and_differentiating_questions(app: AppTest, bundled_sqli
     # differentiating questions: the CLI's bytes, 33 questions per model and setting-mode
     open_tab(app, SECTION, "Differentiating questions")
     page = download_bytes(app, "download.differentiating.csv")
-    assert page == cli_export(bundled_sqlite, "differentiating", tmp_path / "d.csv")
+    assert page == cli_export(shared_sqlite, "differentiating", tmp_path / "d.csv")
     rows = list(csv.DictReader(io.StringIO(page.decode())))
     gpt4 = {r["setting_mode"]: r for r in rows
             if (r["model"], r["evaluator"]) == ("GPT-4", "gpt-4")}
@@ -171,14 +172,14 @@ def test_csv_download_escapes_formulas_like_the_cli(bundled_sqlite: str, tmp_pat
     assert "'" + HOSTILE[0] in models and HOSTILE[0] not in models
 
 
-def test_two_models_paired_difference_matches_the_cli(app: AppTest, bundled_sqlite: str,
+def test_two_models_paired_difference_matches_the_cli(app: AppTest, shared_sqlite: str,
                                                       tmp_path: Path) -> None:
     open_tab(app, SECTION, "Two models")
     assert any("Pick exactly two models" in c.value for c in app.caption)
     app = set_filters(app, split="test2", setting="qa", mode="st",
                       models=["GPT-4", "Vicuna-13B-v1.5"])
     assert not app.exception and not app.error
-    cli = cli_export(bundled_sqlite, "model-difference", tmp_path / "diff.csv", "--split",
+    cli = cli_export(shared_sqlite, "model-difference", tmp_path / "diff.csv", "--split",
                      "test2", "--setting", "qa", "--mode", "st", "--model", "GPT-4", "--model",
                      "Vicuna-13B-v1.5")
     assert download_bytes(app, "download.model-difference.csv") == cli
@@ -188,21 +189,21 @@ def test_two_models_paired_difference_matches_the_cli(app: AppTest, bundled_sqli
     assert float(gpt4["difference"]) < 0
 
 
-def test_the_main_tables_means_come_first_so_they_fit_1366_px(bundled_sqlite: str,
+def test_the_main_tables_means_come_first_so_they_fit_1366_px(shared_sqlite: str,
                                                               monkeypatch: pytest.MonkeyPatch
                                                               ) -> None:
     from tests.pages.analysis_support import open_page
 
-    app = open_page(bundled_sqlite, monkeypatch, "leaderboard")
+    app = open_page(shared_sqlite, monkeypatch, "leaderboard")
     columns = list(app.dataframe[0].value.columns)
     assert columns[:4] == ["rank", "QA-st mean", "QA-mt mean", "Conv-mt mean"], columns
 
 
-def test_the_mean_column_is_explained_where_it_is_read(app: AppTest, bundled_sqlite: str) -> None:
+def test_the_mean_column_is_explained_where_it_is_read(app: AppTest, shared_sqlite: str) -> None:
     """The mean column is the unweighted mean of the split means (GPT-3.5 QA-st by gpt-4:
     7.2597, pooled 7.2509): the page's caption and the long table's caption say so."""
-    dev = _sql_mean(bundled_sqlite, "GPT-3.5", "dev", "qa", "st", "gpt-4")
-    test2 = _sql_mean(bundled_sqlite, "GPT-3.5", "test2", "qa", "st", "gpt-4")
+    dev = _sql_mean(shared_sqlite, "GPT-3.5", "dev", "qa", "st", "gpt-4")
+    test2 = _sql_mean(shared_sqlite, "GPT-3.5", "test2", "qa", "st", "gpt-4")
     board = app.dataframe[0].value
     assert board.loc["GPT-3.5", "QA-st mean"] == pytest.approx((dev + test2) / 2)
     explained = "the unweighted mean of the dev and test2 means"
@@ -212,14 +213,14 @@ def test_the_mean_column_is_explained_where_it_is_read(app: AppTest, bundled_sql
 
 
 def test_main_table_has_its_export_command_and_downloads_in_rank_order(
-        app: AppTest, bundled_sqlite: str, tmp_path: Path) -> None:
+        app: AppTest, shared_sqlite: str, tmp_path: Path) -> None:
     """The main table's caption gives ``export main-table``; its CSV is that command's bytes,
     the models in the rank order shown (they came alphabetically, with no command)."""
     captions = " ".join(c.value for c in app.caption)
     assert "python -m elitr_core export main-table --evaluator gpt-4 --rank-by 'QA-st mean'" \
         in captions
     page = download_bytes(app, "download.main.csv")
-    cli = cli_export(bundled_sqlite, "main-table", tmp_path / "main.csv",
+    cli = cli_export(shared_sqlite, "main-table", tmp_path / "main.csv",
                      "--evaluator", "gpt-4", "--rank-by", "QA-st mean")
     assert page == cli
     shown = app.dataframe[0].value.index.tolist()

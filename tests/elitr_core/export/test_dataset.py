@@ -44,25 +44,6 @@ def typed(rows: list[dict[str, Any]]) -> list[dict[str, tuple[str, Any]]]:
     return [{k: (type(v).__name__, v) for k, v in row.items()} for row in rows]
 
 
-@pytest.fixture
-def built_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The export's ``build_table`` builds a table once per table and options for the test:
-    its JSON and Parquet exports render the same frame (each gets its own copy), as two runs
-    of the seeded statistics would give it (~2.5 CPU-s of bootstraps not done twice)."""
-    from elitr_core.export import tables
-
-    real, built = tables.build_table, {}
-
-    def once(name: str, session: Any, flt: Any, **options: Any) -> Any:
-        key = (name, flt, repr(sorted(options.items())))
-        if key not in built:
-            built[key] = real(name, session, flt, **options)
-        return built[key].copy(deep=True)
-
-    monkeypatch.setattr(tables, "build_table", once)
-
-
-@pytest.mark.usefixtures("built_once")
 def test_every_table_as_parquet_equals_its_json_export(
         url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import pyarrow.parquet as pq

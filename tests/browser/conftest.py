@@ -128,6 +128,11 @@ def browser(tmp_path: Path, browser_cache: Path) -> Iterator[object]:
         driver.quit()
 
 
+def _loose(text: str) -> str:
+    """``text`` lower-cased with every run of white space (no-break spaces too) as one space."""
+    return " ".join(text.replace("\u00a0", " ").split()).lower()
+
+
 @pytest.fixture
 def wait_for_text() -> Callable[..., None]:
     """Wait until the page body contains every given text."""
@@ -136,7 +141,26 @@ def wait_for_text() -> Callable[..., None]:
     from selenium.webdriver.support.ui import WebDriverWait
 
     def wait(driver: object, *texts: str, timeout: float = 60) -> None:
+        wanted = [_loose(t) for t in texts]
+        polls = 0
+
         def ready(d: object) -> bool:
+            # Selenium's body.text (the check) makes the renderer lay out and walk the whole
+            # page: 75-260 ms of its CPU a read on the analysis pages, twice a second for as
+            # long as a wait lasts. document.body.innerText costs 3-5 ms: it says when a read
+            # of body.text is worth making (compared loosely: case, spaces and no-break spaces
+            # aside, so it never holds back a text that body.text would show); body.text is
+            # still read every 10th poll whatever innerText says.
+            nonlocal polls
+            polls += 1
+            if polls % 10:
+                try:
+                    inner = d.execute_script(  # type: ignore[attr-defined]
+                        "return document.body ? document.body.innerText : '';")
+                except WebDriverException:
+                    inner = None  # the page is being replaced: let body.text's read decide
+                if isinstance(inner, str) and not all(w in _loose(inner) for w in wanted):
+                    return False
             try:
                 body = d.find_element(By.TAG_NAME, "body").text  # type: ignore[attr-defined]
             except WebDriverException as error:

@@ -35,10 +35,18 @@ def integer_bounds(table: type[Any], column: str) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
+#: string_length's answers: a pass stores thousands of rows of one table, and the schema's
+#: lengths do not change while a process runs
+_LENGTHS: dict[tuple[Any, str], int] = {}
+
+
 def string_length(table: type[Any], column: str) -> int:
     """The most characters a string column holds (``MAX_TEXT_CHARS`` for ``Text``, and for
     each string of a JSON column)."""
-    sa_type = column_type(table, column)
-    length = getattr(sa_type, "length", None) if isinstance(sa_type, String) else None
-    return int(length) if length else MAX_TEXT_CHARS
+    key = (table, column)
+    if key not in _LENGTHS:
+        sa_type = column_type(table, column)
+        length = getattr(sa_type, "length", None) if isinstance(sa_type, String) else None
+        _LENGTHS[key] = int(length) if length else MAX_TEXT_CHARS
+    return _LENGTHS[key]
 

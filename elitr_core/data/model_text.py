@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from elitr_core.data.bounds import MAX_TEXT_CHARS, string_length
@@ -121,13 +120,6 @@ def storable(text: str, limit: int) -> Stored:
     return Stored(text[:len(text) - cut] + CUT_MARKER.format(cut), replaced, cut)
 
 
-@cache
-def _limit(table: type[Any], column: str) -> int:
-    """:func:`~elitr_core.data.bounds.string_length`, read once per column of the schema (a
-    pass stores thousands of rows of one table)."""
-    return string_length(table, column)
-
-
 def storable_row(table: type[Any], values: Mapping[str, Any]) -> StoredRow:
     """The row ``values`` of ``table`` with the policy applied to every text in it: each string
     field within its column, each string of a JSON field (keys too) within
@@ -147,7 +139,7 @@ def storable_row(table: type[Any], values: Mapping[str, Any]) -> StoredRow:
         return value
 
     # string_length: a String column's length, MAX_TEXT_CHARS for Text and JSON columns
-    row = {name: apply(value, _limit(table, name))
+    row = {name: apply(value, string_length(table, name))
            if isinstance(value, str | list | tuple | Mapping) else value
            for name, value in values.items()}
     return StoredRow(row, *counts)

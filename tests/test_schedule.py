@@ -158,3 +158,47 @@ def test_xdist_runs_a_together_group_on_one_worker(tmp_path: Path) -> None:
     assert workers["test_c.py"] == workers["test_a.py"] != workers["test_b.py"]
     order = [name for _, name in ran]
     assert order.index("test_c.py") < order.index("test_a.py")
+
+
+@dataclass
+class Options:
+    """What schedule.workers reads of a pytest config: the ``-m`` expression."""
+
+    markexpr: str
+
+    def getoption(self, name: str, default: object = None) -> object:
+        return getattr(self, name, default)
+
+
+QUICK = (ROOT / "Makefile").read_text().split("QUICK := ", 1)[1].splitlines()[0].strip()
+
+
+@pytest.mark.parametrize(("chosen", "extra"), [
+    ("", 1),  # make test: every tier
+    (QUICK, 0),  # make quick
+    ("browser", 1), ("server and not browser", 1), ("postgres", 0), ("model", 0),
+    ("not browser", 1),  # the server tier is still in
+])
+def test_auto_adds_a_worker_only_when_browser_or_server_tests_run(
+        chosen: str, extra: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert schedule.workers(Options(chosen)) == cores + extra  # type: ignore[arg-type]
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "5")
+    assert schedule.workers(Options(chosen)) is None  # type: ignore[arg-type]
+
+
+def test_make_test_starts_a_worker_more_than_the_cores() -> None:
+    """A real ``pytest -n auto`` (the Makefile's options) with the project's conftest and no
+    ``-m``: a worker per core and one more (the quick tier's ``-m`` is checked above, read from
+    the Makefile)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_AUTO_NUM_WORKERS"}
+    assert "-n auto --dist loadfile" in (ROOT / "Makefile").read_text()
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "auto", "--dist",
+         "loadfile", "tests/test_docs.py::test_every_doc_is_read"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    created = [line for line in run.stdout.splitlines() if line.startswith("created: ")]
+    assert created == [f"created: {len(os.sched_getaffinity(0)) + 1}/"
+                       f"{len(os.sched_getaffinity(0)) + 1} workers"], run.stdout

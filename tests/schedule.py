@@ -20,7 +20,6 @@ plain answers), which two workers would each do.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -45,38 +44,6 @@ TOGETHER: tuple[tuple[str, ...], ...] = (
     ("tests/elitr_core/backends/test_serve_transformers.py",
      "tests/elitr_core/backends/test_smollm2.py"),
 )
-
-
-#: Tiers whose tests leave their worker's core partly idle: the test waits on other processes
-#: (Chromium drawing, the app server's script runs, nginx, Label Studio) and on fixed pauses.
-#: A whole run at ``-n 2`` on the two cores left 265-289 core-seconds idle (17%, mostly while
-#: both workers ran browser files); at 3 workers, 45 (busy CPU rose 8%: one more collection, the
-#: session fixtures once more, contention), and the run took 844 s instead of 895 s (the same
-#: session). The quick tier, which has none of these, stays at a worker per core: it left 24
-#: core-seconds idle of 426.
-WAITING = ("browser", "server")
-
-
-def workers(config: pytest.Config) -> int | None:
-    """``-n auto``'s number of workers: one per usable core, and one more when the run selects
-    tests of a :data:`WAITING` tier (``make test``; not ``make quick``, whose ``-m`` leaves them
-    out). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set (None: xdist's own rule)."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None
-    from _pytest.mark.expression import Expression
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        os.cpu_count() or 1
-    chosen = config.getoption("markexpr", "") or ""
-    if not chosen:
-        return cores + 1
-    expression = Expression.compile(chosen)
-
-    def only(tier: str) -> Any:  # a test with this tier's mark alone
-        return lambda name, /, **_: name == tier
-
-    waits = any(expression.evaluate(only(tier)) for tier in WAITING)
-    return cores + 1 if waits else cores
 
 
 def file_of(item: pytest.Item) -> str:

@@ -171,3 +171,46 @@ def test_a_read_only_database_still_exports(locked: str, bundled_sqlite_template
                                   "its folder cannot be written): make both writable, or copy "
                                   "it elsewhere; reading commands such as export still work\n")
         assert db.read_bytes() == before
+
+
+def test_a_connection_check_that_meets_an_ended_connection_reconnects(pg_url: str) -> None:
+    """PostgreSQL ends a pooled connection while the pool checks it (``pool_pre_ping``): the
+    check's own clean-up then raises psycopg's ProgrammingError ("can't change 'autocommit'
+    now: connection in transaction status ACTIVE") instead of a disconnect (seen after
+    pg_terminate_backend, a restart's way). The next checkout must reconnect, not fail. The
+    race is timing-dependent, so the check is made to meet it: the connection is really
+    ended, and the check then raises what psycopg raised then."""
+    import psycopg
+
+    engine = get_engine(pg_url)
+    with engine.connect() as connection:
+        pid = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+    dialect, real = engine.dialect, engine.dialect.do_ping
+    met: list[object] = []
+
+    def ping_meets_an_ended_connection(dbapi_connection: object) -> bool:
+        if not met:
+            met.append(dbapi_connection)
+            with psycopg.connect(pg_url.replace("+psycopg", ""), autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            raise psycopg.ProgrammingError(
+                "can't change 'autocommit' now: connection in transaction status ACTIVE")
+        return real(dbapi_connection)  # type: ignore[arg-type]
+
+    dialect.do_ping = ping_meets_an_ended_connection  # type: ignore[method-assign]
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("SELECT pg_backend_pid()").scalar() != pid
+    finally:
+        del dialect.do_ping
+    assert met, "the pool did not check the connection"
+    # any other error of the check is still an error
+    def ping_fails_otherwise(dbapi_connection: object) -> bool:
+        raise psycopg.ProgrammingError("syntax error at or near ';'")
+
+    dialect.do_ping = ping_fails_otherwise  # type: ignore[method-assign,assignment]
+    try:
+        with pytest.raises(Exception, match="syntax error"):
+            engine.connect()
+    finally:
+        del dialect.do_ping

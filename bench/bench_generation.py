@@ -30,6 +30,7 @@ SDPA. The reference is timed on ``--reference-questions`` questions and extrapol
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import os
 import platform
@@ -49,6 +50,7 @@ from bench.generation_floor import MeetingShape  # noqa: E402
 from bench.generation_floor import render as render_floor  # noqa: E402
 from db.models import Meeting, Response  # noqa: E402
 from db.transaction import writing  # noqa: E402
+from elitr_core.backends import lse_attention, shared_prefix  # noqa: E402
 from elitr_core.backends.base import DecodingConfig, complete  # noqa: E402
 from elitr_core.backends.hf_memory import TokenBytes  # noqa: E402
 from elitr_core.backends.registry import get_backend  # noqa: E402
@@ -112,6 +114,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--library", action="store_true",
                         help="also time transformers' continuous batching (generate_batch with "
                              "prefix block sharing) on the same prompts")
+    parser.add_argument("--fused-too", action="store_true",
+                        help="also run ours with the prefixes attended by compiled "
+                             "flex_attention (shared_prefix.FUSED, off by default), to price "
+                             "the kernel side by side with the math path")
     parser.add_argument("--analytic-only", action="store_true",
                         help="print only the analytic H100 floor (no model run)")
     args = parser.parse_args()
@@ -387,6 +393,17 @@ def measure(args: argparse.Namespace, backend: Any, url: str, spec: GenerationSp
     reference(backend, work[:1], 2, 1)
     print(f"{len(work)} meetings x {total} questions; ours first, then the reference ...")
     mine, prefill, seconds = ours(url, spec, backend, work)
+    fused_row = None
+    if args.fused_too:  # the same work with the prefixes attended by the compiled kernel
+        print("ours again, compiled flex_attention for the prefixes ...", flush=True)
+        shared_prefix.FUSED = True
+        try:
+            fused_spec = dataclasses.replace(spec, model=f"{spec.model}-fused")
+            fused, fused_prefill, fused_seconds = ours(url, fused_spec, backend, work)
+        finally:
+            shared_prefix.FUSED = False
+        fused_row = Row(f"ours, prefixes through {fused_state()}", len(fused), fused_prefill,
+                        sum(a.new_tokens for a in fused.values()), fused_seconds)
     limit = args.reference_questions if 0 < args.reference_questions < total else 0
     ref, ref_prefill, ref_seconds = reference(backend, work, args.max_new_tokens, limit)
     scale = total / len(ref)
@@ -397,6 +414,9 @@ def measure(args: argparse.Namespace, backend: Any, url: str, spec: GenerationSp
             Row(f"ours: generate_run, hf shared prefix, batch {args.batch_size}", len(mine),
                 prefill, sum(a.new_tokens for a in mine.values()), seconds)]
     same = {"ours": sum(ref[qid].text == mine[qid].text for qid in ref)}
+    if fused_row is not None:
+        rows.append(fused_row)
+        same["ours, fused"] = sum(ref[qid].text == fused[qid].text for qid in ref)
     kv = one_meeting_kv(backend, work[0], args.max_new_tokens)
     lines = [*header_lines(args, backend, work, model_name, len(ref) if limit else 0), ""]
     questions = len(work[0].questions)
@@ -418,6 +438,17 @@ def measure(args: argparse.Namespace, backend: Any, url: str, spec: GenerationSp
                         len(lib), None, sum(a.new_tokens for a in lib.values()), lib_seconds))
         same["library"] = sum(ref[qid].text == lib[qid].text for qid in ref)
     return render(rows, same, len(ref), lines) + "\n\n" + kv_line
+
+
+def fused_state() -> str:
+    """What the last run with ``shared_prefix.FUSED`` on attended the prefixes with: the
+    compiled kernel, or the math path after it failed (the engine falls back with a warning)."""
+    state = lse_attention._FLEX
+    if state is False:
+        return "the math path (compiled flex_attention failed; see the log)"
+    if state is None:
+        return "the math path (no fused kernel on this device)"
+    return "compiled flex_attention"
 
 
 def header_lines(args: argparse.Namespace, backend: Any, work: list[MeetingWork],

@@ -45,13 +45,10 @@ runs (registered in transformers' ``AttentionInterface``)."""
 KeyValues = tuple[torch.Tensor, torch.Tensor]
 
 FUSED = False
-"""Attend the prefixes with a fused kernel that also returns the log-sum-exp where one exists
-(:func:`fused_kernel`: compiled ``flex_attention`` on CUDA); False (the default) uses the math
-path on every device. Off since its first GPU run (H200, torch 2.11, triton 3.6, 2026-11-28,
-bench/results/generation-gpu-2026-11-28.md): the compiled kernel is correct (the CUDA case of
-tests/elitr_core/backends/test_shared_prefix.py) but a Llama-3.1-8B-shaped model cut to 8 layers
-had not finished the 130 test2 answers after 225 s of decoding through it, against 8.4 s through
-the math path in the same process. True turns it on again (to measure a newer torch)."""
+"""Attend the prefixes with compiled ``flex_attention`` on CUDA (:func:`fused_kernel`, with the
+log-sum-exp); False, the default, uses the math path on every device: on an H200 (torch 2.11,
+2026-11-28, bench/results/generation-gpu-2026-11-28.md) the kernel was correct but an 8-layer
+cut of the gpu-8b work had not finished after 225 s through it, 8.4 s through the math path."""
 
 SCORE_BYTES_PER_CHUNK = 512 * 2**20
 """At most this many bytes of float32 attention scores at once, against the prefixes or the

@@ -27,7 +27,7 @@ import pytest
 from sqlalchemy import make_url
 
 from db.engine import dispose_engines
-from tests import schedule, spawn_guard, tiers, workers
+from tests import pg_noise, schedule, spawn_guard, tiers, workers
 from tests.bundled import read_bundled_archives_once
 
 PG_URL = os.environ.get("DATABASE_URL_TEST")
@@ -36,6 +36,7 @@ read_bundled_archives_once()  # each bundled archive decrypted once per test pro
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    pg_noise.install()  # a dropped database's pooled connections: no traceback from the GC
     for tier, description in tiers.MARKERS.items():
         config.addinivalue_line("markers", f"{tier}: {description}")
 

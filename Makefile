@@ -80,8 +80,9 @@ run: setup
 	$(PY) -m elitr_core init
 	$(PY) -m streamlit run server.py --server.port $(PORT)
 
-# The tests run in parallel (pytest-xdist): one worker per core, each file's tests on one worker
-# (its module fixtures start once). Tiers by cost (docs/testing.md): a test is marked browser,
+# The tests run in parallel (pytest-xdist): one worker per core (one more when browser or server
+# tests run: they leave their core partly idle; tests/schedule.py), each file's tests on one
+# worker (its module fixtures start once). Tiers by cost (docs/testing.md): a test is marked browser,
 # server, model or postgres from what it uses (tests/tiers.py). Files are handed out costliest
 # first (tests/schedule.py, from tests/durations.json); xdist would otherwise order them by
 # number of tests and leave the few-test, minutes-long files for the end.

@@ -42,6 +42,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: a worker per core, one more for a run with browser or server tests."""
+    return schedule.workers(config)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile`` with the files of a ``schedule.TOGETHER`` group on one worker."""
     return schedule.scheduler(config, log) if config.getvalue("dist") == "loadfile" else None

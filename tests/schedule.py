@@ -20,6 +20,7 @@ plain answers), which two workers would each do.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -44,6 +45,37 @@ TOGETHER: tuple[tuple[str, ...], ...] = (
     ("tests/elitr_core/backends/test_serve_transformers.py",
      "tests/elitr_core/backends/test_smollm2.py"),
 )
+
+
+#: Tiers whose tests leave their worker's core partly idle: the test waits on other processes
+#: (Chromium drawing, the app server's script runs, nginx, Label Studio) and on fixed pauses.
+#: A whole run at ``-n 2`` on the two cores left 265-289 core-seconds idle (17%, mostly while
+#: both workers ran browser files); at 3 workers, 45 (busy CPU rose 8%: one more collection, the
+#: session fixtures once more, contention), and the run took 844 s instead of 895 s (the same
+#: session). The quick tier, which has none of these, stays at a worker per core: it left 24
+#: core-seconds idle of 426.
+WAITING = ("browser", "server")
+
+
+def workers(config: pytest.Config) -> int | None:
+    """``-n auto``'s number of workers: one per usable core, and one more when the run selects
+    tests of a :data:`WAITING` tier (``make test``; not ``make quick``, whose ``-m`` leaves them
+    out). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set (None: xdist's own rule)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    from _pytest.mark.expression import Expression
+
+    usable = cores()
+    chosen = config.getoption("markexpr", "") or ""
+    if not chosen:
+        return usable + 1
+    expression = Expression.compile(chosen)
+
+    def only(tier: str) -> Any:  # a test with this tier's mark alone
+        return lambda name, /, **_: name == tier
+
+    waits = any(expression.evaluate(only(tier)) for tier in WAITING)
+    return usable + 1 if waits else usable
 
 
 def file_of(item: pytest.Item) -> str:
@@ -92,13 +124,60 @@ def by_cost(items: Sequence[pytest.Item], measured: dict[str, float]) -> list[py
     return [item for unit in order for name in units[unit] for item in files[name]]
 
 
+#: The folder of the files that go to the waiting lane (:func:`scheduler`): Selenium driving
+#: Chromium through the app's pages. In a whole run (2026-11-28, two workers) these 18 files held
+#: their worker 655 s while the tests' own process slept 386 s of it (fixed pauses and
+#: Selenium's polling) and the whole browser tier, alone on the two cores, used 186 CPU-s in
+#: 337 s of wall time: their worker's core stood mostly idle, and most so when both workers ran
+#: such files at once.
+WAITING_FOLDER = "tests/browser/"
+
+
+def lane(unit: str) -> str:
+    """``"wait"`` for a unit of :data:`WAITING_FOLDER`, else ``"cpu"``."""
+    return "wait" if unit.startswith(WAITING_FOLDER) else "cpu"
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        os.cpu_count() or 1
+
+
+def waiting_node(ids: Sequence[str], usable: int) -> str | None:
+    """The worker (xdist gateway id, ``gw0``...) that runs the waiting lane: the last one,
+    when there are more workers than ``usable`` cores (:func:`workers` adds it); None with a
+    worker per core or fewer (no lanes: every worker takes the next unit)."""
+    if len(ids) <= usable:
+        return None
+    return max(ids, key=lambda name: int(name.removeprefix("gw") or 0))
+
+
+def next_unit(queue: Sequence[str], wanted: str | None) -> str:
+    """The unit a worker of lane ``wanted`` (None: any) takes from ``queue`` (costliest
+    first): the first of its lane, or the first of all when none of its lane is left."""
+    return next((unit for unit in queue if wanted is None or lane(unit) == wanted), queue[0])
+
+
 def scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's ``--dist loadfile`` scheduling with each :data:`TOGETHER` group as one unit."""
+    """xdist's ``--dist loadfile`` scheduling with each :data:`TOGETHER` group as one unit, and
+    two lanes when there is a worker more than the cores: that worker takes the waiting files
+    (:data:`WAITING_FOLDER`), costliest first, and the others the rest, so that the browser
+    tests' waits overlap CPU-bound work instead of each other; a worker whose lane is empty
+    takes from the other."""
     from xdist.scheduler import LoadFileScheduling
 
     class TogetherScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            waiting = waiting_node([n.gateway.id for n in self.nodes], cores())
+            wanted = None if waiting is None else (
+                "wait" if node.gateway.id == waiting else "cpu")
+            unit = next_unit(list(self.workqueue), wanted)
+            self.workqueue.move_to_end(unit, last=False)  # the unit xdist pops next
+            super()._assign_work_unit(node)
 
     return TogetherScheduling(config, log)
 

@@ -30,11 +30,11 @@ def ids(items) -> list[str]:  # type: ignore[no-untyped-def]
     return [item.nodeid for item in items]
 
 
-def run_on_two_workers(folder: Path) -> None:
+def run_on_two_workers(folder: Path, workers: int = 2) -> None:
     """``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (the Makefile's options) on the
     test files and conftest in ``folder``; they must pass."""
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers),
          "--dist", "loadfile", "--no-loadscope-reorder", str(folder)],
         cwd=folder, capture_output=True, text=True, timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -158,3 +158,93 @@ def test_xdist_runs_a_together_group_on_one_worker(tmp_path: Path) -> None:
     assert workers["test_c.py"] == workers["test_a.py"] != workers["test_b.py"]
     order = [name for _, name in ran]
     assert order.index("test_c.py") < order.index("test_a.py")
+
+
+@dataclass
+class Options:
+    """What schedule.workers reads of a pytest config: the ``-m`` expression."""
+
+    markexpr: str
+
+    def getoption(self, name: str, default: object = None) -> object:
+        return getattr(self, name, default)
+
+
+QUICK = (ROOT / "Makefile").read_text().split("QUICK := ", 1)[1].splitlines()[0].strip()
+
+
+@pytest.mark.parametrize(("chosen", "extra"), [
+    ("", 1),  # make test: every tier
+    (QUICK, 0),  # make quick
+    ("browser", 1), ("server and not browser", 1), ("postgres", 0), ("model", 0),
+    ("not browser", 1),  # the server tier is still in
+])
+def test_auto_adds_a_worker_only_when_browser_or_server_tests_run(
+        chosen: str, extra: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert schedule.workers(Options(chosen)) == cores + extra  # type: ignore[arg-type]
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "5")
+    assert schedule.workers(Options(chosen)) is None  # type: ignore[arg-type]
+
+
+def test_make_test_starts_a_worker_more_than_the_cores() -> None:
+    """A real ``pytest -n auto`` (the Makefile's options) with the project's conftest and no
+    ``-m``: a worker per core and one more (the quick tier's ``-m`` is checked above, read from
+    the Makefile)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_AUTO_NUM_WORKERS"}
+    assert "-n auto --dist loadfile" in (ROOT / "Makefile").read_text()
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "auto", "--dist",
+         "loadfile", "tests/test_docs.py::test_every_doc_is_read"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    created = [line for line in run.stdout.splitlines() if line.startswith("created: ")]
+    assert created == [f"created: {len(os.sched_getaffinity(0)) + 1}/"
+                       f"{len(os.sched_getaffinity(0)) + 1} workers"], run.stdout
+
+
+def test_lanes_only_with_a_worker_more_than_the_cores() -> None:
+    assert schedule.waiting_node(["gw0", "gw1"], 2) is None
+    assert schedule.waiting_node(["gw2", "gw0", "gw10", "gw1"], 2) == "gw10"
+    queue = ["tests/a.py", "tests/browser/test_x.py", "tests/b.py"]
+    assert schedule.next_unit(queue, "wait") == "tests/browser/test_x.py"
+    assert schedule.next_unit(queue, "cpu") == "tests/a.py"
+    assert schedule.next_unit(queue, None) == "tests/a.py"
+    assert schedule.next_unit(["tests/browser/test_x.py"], "cpu") == "tests/browser/test_x.py"
+    assert schedule.next_unit(["tests/a.py"], "wait") == "tests/a.py"  # an empty lane borrows
+
+
+def test_xdist_gives_the_waiting_files_to_the_extra_worker(tmp_path: Path) -> None:
+    """A real ``pytest -n cores+1`` with the conftest's scheduler: both waiting files run on the
+    last worker although they are the cheapest (plain costliest-first order would hand them to
+    whichever worker is free), and every other worker starts on a CPU file."""
+    log = tmp_path / "ran.log"
+    (tmp_path / "waits").mkdir()
+    cpu = [f"test_c{i}.py" for i in range(2 * schedule.cores() + 2)]
+    for name in [*cpu, "waits/test_w1.py", "waits/test_w2.py"]:
+        (tmp_path / name).write_text(
+            "import os, time\n"
+            "def test_it():\n"
+            f"    with open({str(log)!r}, 'a') as f:\n"
+            f"        f.write(os.environ['PYTEST_XDIST_WORKER'] + ' {name}\\n')\n"
+            "    time.sleep(0.3)\n")
+    costs = {**{name: 10.0 for name in cpu}, "waits/test_w1.py": 1.0, "waits/test_w2.py": 1.0}
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "from tests import schedule\n"
+        "schedule.WAITING_FOLDER = 'waits/'\n"
+        f"COSTS = {costs!r}\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    items[:] = schedule.by_cost(items, COSTS)\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_xdist_make_scheduler(config, log):\n"
+        "    return schedule.scheduler(config, log)\n")
+    run_on_two_workers(tmp_path, workers=schedule.cores() + 1)
+    ran = [line.split() for line in log.read_text().splitlines()]
+    last = f"gw{schedule.cores()}"
+    assert {worker for worker, name in ran if name.startswith("waits/")} == {last}, ran
+    first = {}
+    for worker, name in ran:
+        first.setdefault(worker, name)
+    assert all(name in cpu for worker, name in first.items() if worker != last), ran

@@ -365,15 +365,8 @@ def main() -> None:
             model_dir = build_tiny_llama(Path(scratch) / "random-llama", num_layers=4,
                                          hidden_size=256, num_heads=8, num_kv_heads=4,
                                          max_position_embeddings=16384, eos_boost=0.0)
-        backend: Any = get_backend("hf", model_path=str(model_dir), device=args.device,
-                                   attn_implementation="sdpa", batch_size=args.batch_size)
-        url = f"sqlite:///{Path(scratch) / 'bench.db'}"
-        meetings = prepare_database(url, args, backend.tokenizer)
-        spec = GenerationSpec(model=f"bench-{args.preset}", setting="qa", mode="st",
-                              split=args.split, meetings=meetings,
-                              decoding=DecodingConfig(max_new_tokens=args.max_new_tokens))
-        with writing(open_database(url)) as session:
-            work = load_work(session, spec)
+        backend, url, spec, work = prepared(args, model_dir, Path(scratch),
+                                            f"bench-{args.preset}")
         text = measure(args, backend, url, spec, work, model_dir.name)
         text += "\n\n" + analytic(backend.tokenizer) + "\n"
         print(text)
@@ -382,6 +375,22 @@ def main() -> None:
             args.out.write_text(text, encoding="utf-8")
             print(f"written to {args.out}")
         backend.close()
+
+
+def prepared(args: argparse.Namespace, model_dir: Path, scratch: Path, label: str
+             ) -> tuple[Any, str, GenerationSpec, list[MeetingWork]]:
+    """The hf backend on ``model_dir``, a SQLite database in ``scratch`` with the bundled data
+    and synthetic transcripts, the QA-st spec (model ``label``) and its work."""
+    backend: Any = get_backend("hf", model_path=str(model_dir), device=args.device,
+                               attn_implementation="sdpa", batch_size=args.batch_size)
+    url = f"sqlite:///{scratch / 'bench.db'}"
+    meetings = prepare_database(url, args, backend.tokenizer)
+    spec = GenerationSpec(model=label, setting="qa", mode="st", split=args.split,
+                          meetings=meetings,
+                          decoding=DecodingConfig(max_new_tokens=args.max_new_tokens))
+    with writing(open_database(url)) as session:
+        work = load_work(session, spec)
+    return backend, url, spec, work
 
 
 def measure(args: argparse.Namespace, backend: Any, url: str, spec: GenerationSpec,

@@ -40,15 +40,8 @@ def stamp(what: str) -> None:
 with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
     stamp("building")
     model_dir = bg.build_llama_8b(Path(scratch) / "random-llama", device)
-    backend = bg.get_backend("hf", model_path=str(model_dir), device=device,
-                             attn_implementation="sdpa", batch_size=args.batch_size)
-    url = f"sqlite:///{Path(scratch) / 'bench.db'}"
-    meetings = bg.prepare_database(url, args, backend.tokenizer)
-    spec = bg.GenerationSpec(model="probe", setting="qa", mode="st", split=args.split,
-                             meetings=meetings,
-                             decoding=bg.DecodingConfig(max_new_tokens=args.max_new_tokens))
-    with bg.writing(bg.open_database(url)) as session:
-        work = bg.load_work(session, spec)
+    args.device = device
+    backend, url, spec, work = bg.prepared(args, model_dir, Path(scratch), "probe")
     stamp(f"{layers} layers, {sum(len(m.questions) for m in work)} questions")
     for label, fused in (("math", False), ("fused", True), ("fused-again", True)):
         bg.shared_prefix.FUSED = fused

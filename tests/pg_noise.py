@@ -24,7 +24,7 @@ POOLS = (pool.QueuePool, pool.NullPool, pool.SingletonThreadPool, pool.StaticPoo
          pool.AssertionPool)
 
 
-def ended_by_server(error: BaseException | None) -> bool:
+def ended_by_server(error: BaseException) -> bool:
     """Whether ``error`` says the server ended the connection (psycopg's AdminShutdown, or
     an operational error on a connection already closed), directly or wrapped by SQLAlchemy."""
     import psycopg
@@ -39,8 +39,8 @@ class EndedConnectionFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         if error is not None and ended_by_server(error):
-            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            record.msg = f"{record.getMessage()} ({type(error).__name__}: {message})"
+            first, *_ = str(error).strip().splitlines() or [""]
+            record.msg = f"{record.getMessage()} ({type(error).__name__}: {first})"
             record.args = None
             record.exc_info = record.exc_text = None
         return True

@@ -27,10 +27,12 @@ import pytest
 from sqlalchemy import make_url
 
 from db.engine import dispose_engines
-from tests import pg_noise, schedule, spawn_guard, tiers, workers
+from tests import gc_carets, pg_noise, schedule, spawn_guard, tiers, workers
 from tests.bundled import read_bundled_archives_once
 
 PG_URL = os.environ.get("DATABASE_URL_TEST")
+
+gc_carets.install()  # no ast.parse inside the collector (gh-106905): first, before collection
 
 read_bundled_archives_once()  # each bundled archive decrypted once per test process
 

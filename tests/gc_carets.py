@@ -22,7 +22,7 @@ import gc
 import traceback
 from typing import Any
 
-_ORIGINAL = getattr(traceback, "_extract_caret_anchors_from_line_segment", None)
+_ORIGINAL: Any = getattr(traceback, "_extract_caret_anchors_from_line_segment", None)
 _collecting = 0  # collections running now (the callbacks come in start/stop pairs)
 
 
@@ -32,9 +32,7 @@ def _track(phase: str, info: dict[str, Any]) -> None:
 
 
 def _anchors(segment: str) -> Any:
-    if _collecting > 0 or _ORIGINAL is None:
-        return None
-    return _ORIGINAL(segment)
+    return None if _collecting > 0 else _ORIGINAL(segment)
 
 
 def install() -> None:

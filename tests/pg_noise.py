@@ -3,16 +3,11 @@
 Each PostgreSQL test drops its database ``WITH (FORCE)`` (``tests/conftest.py``,
 ``pg_database``), which ends any connection still open on it. A pooled connection that a test
 left in a reference cycle is then reset only when the cyclic garbage collector frees it, and
-SQLAlchemy logs the failed reset with ``exc_info`` ("Exception during reset or similar").
-Formatting that traceback runs ``ast.parse`` (Python 3.11's error carets) inside whatever the
-collector interrupted; when that was itself an ``ast.parse`` (Streamlit compiling a page
-script, pytest rewriting a module), Debian's Python 3.11.2 fails the outer one with
-"SystemError: AST constructor recursion depth mismatch" (CPython gh-106905, fixed in 3.11.5),
-and an unrelated test fails. The filter keeps the record, as one line with the error's
-message, and drops only the traceback, and only for a connection ended by the server; any
-other failure is logged as SQLAlchemy wrote it. The failure itself, from this or any other
-finalizer, is prevented by tests/gc_carets.py (no carets while the collector runs); this filter
-keeps the log to one line.
+SQLAlchemy logs the failed reset with ``exc_info`` ("Exception during reset or similar"): a
+traceback in an unrelated test's log (and, formatted inside the collector, the gh-106905
+failure that tests/gc_carets.py prevents for every finalizer). The filter keeps the record, as
+one line with the error's message, and drops only the traceback, and only for a connection
+ended by the server; any other failure is logged as SQLAlchemy wrote it.
 """
 
 from __future__ import annotations

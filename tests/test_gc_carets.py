@@ -10,8 +10,7 @@ import traceback
 from pathlib import Path
 
 from tests import gc_carets
-
-ROOT = gc_carets.__file__.rsplit("/tests/", 1)[0]
+from tests.tiers import ROOT
 
 # Objects in reference cycles whose finalizer formats a traceback (as asyncio's unretrieved
 # task exception and SQLAlchemy's pool log do), collected while ast.parse builds a large tree.
@@ -49,7 +48,7 @@ def parses_failed(folder: Path, mode: str) -> int:
     """How many of the 5 parses failed (a file: the traceback needs its lines' source)."""
     script = folder / "collect_while_parsing.py"
     script.write_text(SCRIPT)
-    done = subprocess.run([sys.executable, str(script), ROOT, mode], capture_output=True,
+    done = subprocess.run([sys.executable, str(script), str(ROOT), mode], capture_output=True,
                           text=True, timeout=120, check=True)
     return int(done.stdout.split()[-1])
 

@@ -16,6 +16,7 @@ import http.cookiejar
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -31,8 +32,12 @@ from tests.workers import answers, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / ".venv-labelstudio" / "bin" / "label-studio"
-#: how long the first start may take: it migrates its database first (about 55 s of CPU;
-#: on the 2 cores, niced: 192 s at load 8-12, 1,074 s at load 15-17)
+#: its data folder with the database migrated, made once by ``make label-studio``: each start
+#: takes a copy (a start that migrated a new database used 52 CPU-s on the 2 cores, 46 of them
+#: migrating; one on the copy, 6)
+MIGRATED = ROOT / ".venv-labelstudio" / "migrated" / "data"
+#: how long a start may take (a first start that migrated took 192 s at load 8-12, 1,074 s at
+#: load 15-17, niced; on the migrated copy it checks the migrations only)
 START_TIMEOUT_S = 1500
 ADMIN = "admin@example.com"
 
@@ -126,9 +131,11 @@ def comment(text: str) -> dict[str, Any]:
 def label_studio_server(folder: Path) -> Iterator[LabelStudio]:
     """``label-studio start`` on a free loopback port with its own data folder and SQLite
     database under ``folder``; yields the server once it answers ``/health``."""
-    if not PROGRAM.exists():
-        raise AssertionError(f"{PROGRAM} is missing: run `make label-studio` (installs Label "
-                             "Studio into .venv-labelstudio from requirements-labelstudio.txt)")
+    if not PROGRAM.exists() or not (MIGRATED / "label_studio.sqlite3").is_file():
+        raise AssertionError(f"{PROGRAM} or its migrated database {MIGRATED} is missing: run "
+                             "`make label-studio` (installs Label Studio into .venv-labelstudio "
+                             "from requirements-labelstudio.txt and migrates its database once)")
+    shutil.copytree(MIGRATED, folder / "data")
     port = free_port()
     token = secrets.token_hex(20)
     env = {**os.environ, "HOME": str(folder), "LATEST_VERSION_CHECK": "false",

@@ -33,9 +33,9 @@ from tests.elitr_core.run_helpers import rows
 from tests.label_studio import ADMIN, LabelStudio, choice, comment, label_studio_server
 from tests.pages.analysis_support import open_page, set_filters
 
-#: pyproject's 600 s per test guards against a hang; Label Studio's first start migrates its
-#: database before the first leg runs (tests/label_studio.START_TIMEOUT_S). It may be slow; it
-#: may not hang.
+#: pyproject's 600 s per test guards against a hang; Label Studio starts (and checks its
+#: migrations) before the first leg runs (tests/label_studio.START_TIMEOUT_S). It may be slow;
+#: it may not hang.
 pytestmark = pytest.mark.timeout(2400)
 MODEL = "Vicuna-13B-v1.5"
 FILTERS = ["--split", "test2", "--setting", "qa", "--mode", "st"]

@@ -20,6 +20,13 @@ from tests.elitr_core.stats.synthetic import bundled
 from tests.elitr_core.stats.test_ppi import judge_and_human
 
 
+def real_studies(rng: np.random.Generator, y: np.ndarray, n: int, k: int) -> np.ndarray:
+    """``k`` real studies (rows) of ``n`` scores each, drawn without replacement from ``y``:
+    each row the first ``n`` of its own shuffle of ``y`` (a uniform ``n``-subset, as
+    ``rng.choice(y, n, replace=False)`` draws; one call instead of ``k``)."""
+    return rng.permuted(np.tile(y, (k, 1)), axis=1)[:, :n]
+
+
 def realised(df: pd.DataFrame, model: str, n: int, design: str, half_width: float,
              studies: int = 600, seed: int = 99) -> float:
     """Share of real studies of ``n`` human scores meeting the target."""
@@ -118,7 +125,7 @@ def test_a_plan_from_a_pilot_of_20_prints_the_share_of_studies_it_meets() -> Non
                            "gpt-4", "gold-human", half_width=0.75, seed=pilot).loc[0]
         n = int(plan["n_human_only"])
         assert "the plan rests on 20 human scores" in plan["note"]
-        studies = np.array([rng.choice(y, n, replace=False) for _ in range(4000)])
+        studies = real_studies(rng, y, n, 4000)
         half = stats.t.ppf(0.975, n - 1) * studies.std(1, ddof=1) / np.sqrt(n)
         printed.append(float(plan["assurance_human_only"]))
         met.append(float((half <= 0.75).mean()))
@@ -151,7 +158,7 @@ def test_pilots_of_scores_spread_over_the_scale_print_the_share_they_meet() -> N
             plan = budget_plan(own[(own["evaluator"] == "gpt-4") | key.isin(kept)],
                                "gpt-4", "gold-human", half_width=1.0, seed=pilot).loc[0]
             n = int(plan["n_human_only"])
-            studies = np.array([rng.choice(y, n, replace=False) for _ in range(2000)])
+            studies = real_studies(rng, y, n, 2000)
             half = stats.t.ppf(0.975, n - 1) * studies.std(1, ddof=1) / np.sqrt(n)
             printed.append(float(plan["assurance_human_only"]))
             met.append(float((half <= 1.0).mean()))

@@ -48,7 +48,7 @@ $(LS_MIGRATED)/.done: $(LS_VENV)/.installed
 		$(abspath $(LS_VENV))/bin/label-studio version --data-dir $(abspath $(LS_MIGRATED))/data \
 		>migrate.log 2>&1 || { tail -20 migrate.log; exit 1; }
 	touch $@
-label-studio: $(LS_VENV)/.installed $(LS_MIGRATED)/.done
+label-studio: $(LS_MIGRATED)/.done
 
 # The project itself, editable (the tree stays the code that runs; the pins come from
 # requirements.txt): the `elitr` command, .venv/bin/elitr, works from any folder. Built with

@@ -31,11 +31,12 @@ from typing import Any
 from tests.workers import answers, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAM = ROOT / ".venv-labelstudio" / "bin" / "label-studio"
+LS_VENV = ROOT / ".venv-labelstudio"
+PROGRAM = LS_VENV / "bin" / "label-studio"
 #: its data folder with the database migrated, made once by ``make label-studio``: each start
 #: takes a copy (a start that migrated a new database used 52 CPU-s on the 2 cores, 46 of them
 #: migrating; one on the copy, 6)
-MIGRATED = ROOT / ".venv-labelstudio" / "migrated" / "data"
+MIGRATED = LS_VENV / "migrated" / "data"
 #: how long a start may take (a first start that migrated took 192 s at load 8-12, 1,074 s at
 #: load 15-17, niced; on the migrated copy it checks the migrations only)
 START_TIMEOUT_S = 1500

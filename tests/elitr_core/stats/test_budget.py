@@ -20,11 +20,15 @@ from tests.elitr_core.stats.synthetic import bundled
 from tests.elitr_core.stats.test_ppi import judge_and_human
 
 
-def real_studies(rng: np.random.Generator, y: np.ndarray, n: int, k: int) -> np.ndarray:
-    """``k`` real studies (rows) of ``n`` scores each, drawn without replacement from ``y``:
-    each row the first ``n`` of its own shuffle of ``y`` (a uniform ``n``-subset, as
-    ``rng.choice(y, n, replace=False)`` draws; one call instead of ``k``)."""
-    return rng.permuted(np.tile(y, (k, 1)), axis=1)[:, :n]
+def share_met(rng: np.random.Generator, y: np.ndarray, n: int, k: int,
+              half_width: float) -> float:
+    """Share of ``k`` real human-only studies of ``n`` scores drawn without replacement from
+    ``y`` whose 95% t interval has a half-width of at most ``half_width``. Each study is the
+    first ``n`` of its own shuffle of ``y`` (a uniform ``n``-subset, as
+    ``rng.choice(y, n, replace=False)`` draws; one call for all ``k``)."""
+    studies = rng.permuted(np.tile(y, (k, 1)), axis=1)[:, :n]
+    half = stats.t.ppf(0.975, n - 1) * studies.std(1, ddof=1) / np.sqrt(n)
+    return float((half <= half_width).mean())
 
 
 def realised(df: pd.DataFrame, model: str, n: int, design: str, half_width: float,
@@ -125,10 +129,8 @@ def test_a_plan_from_a_pilot_of_20_prints_the_share_of_studies_it_meets() -> Non
                            "gpt-4", "gold-human", half_width=0.75, seed=pilot).loc[0]
         n = int(plan["n_human_only"])
         assert "the plan rests on 20 human scores" in plan["note"]
-        studies = real_studies(rng, y, n, 4000)
-        half = stats.t.ppf(0.975, n - 1) * studies.std(1, ddof=1) / np.sqrt(n)
         printed.append(float(plan["assurance_human_only"]))
-        met.append(float((half <= 0.75).mean()))
+        met.append(share_met(rng, y, n, 4000, 0.75))
     assert np.mean(met) >= 0.5
     assert abs(np.mean(printed) - np.mean(met)) <= 0.07, (np.mean(printed), np.mean(met))
 
@@ -158,10 +160,8 @@ def test_pilots_of_scores_spread_over_the_scale_print_the_share_they_meet() -> N
             plan = budget_plan(own[(own["evaluator"] == "gpt-4") | key.isin(kept)],
                                "gpt-4", "gold-human", half_width=1.0, seed=pilot).loc[0]
             n = int(plan["n_human_only"])
-            studies = real_studies(rng, y, n, 2000)
-            half = stats.t.ppf(0.975, n - 1) * studies.std(1, ddof=1) / np.sqrt(n)
             printed.append(float(plan["assurance_human_only"]))
-            met.append(float((half <= 1.0).mean()))
+            met.append(share_met(rng, y, n, 2000, 1.0))
     assert abs(np.mean(printed) - np.mean(met)) <= 0.06, (np.mean(printed), np.mean(met))
 
 

@@ -128,6 +128,34 @@ def comment(text: str) -> dict[str, Any]:
             "value": {"text": [text]}}
 
 
+def environment(folder: Path) -> dict[str, str]:
+    """Label Studio's environment for its data folder ``folder / "data"``: offline (no version
+    check, no analytics), its own SQLite database, never the project's ``DATABASE_URL``. The
+    migration (:func:`migrate`) and every start use it, so a start finds the database it
+    expects."""
+    env = {**os.environ, "HOME": str(folder), "LATEST_VERSION_CHECK": "false",
+           "COLLECT_ANALYTICS": "false", "LABEL_STUDIO_BASE_DATA_DIR": str(folder / "data"),
+           "DJANGO_DB": "sqlite", "SECRET_KEY": secrets.token_hex(32)}
+    env.pop("DATABASE_URL", None)
+    return env
+
+
+def migrate(folder: Path) -> int:
+    """Make ``folder / "data"`` (what :data:`MIGRATED` names for ``make label-studio``) with
+    Label Studio's database migrated: ``label-studio version`` applies the migrations before
+    printing, as ``start`` does first. Returns its exit status; on a failure, prints the end of
+    its log."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log_path = folder / "migrate.log"
+    with log_path.open("w") as log:
+        code = subprocess.call([str(PROGRAM), "version", "--data-dir", str(folder / "data")],
+                               cwd=folder, env=environment(folder), stdout=log,
+                               stderr=subprocess.STDOUT)
+    if code:
+        print("\n".join(log_path.read_text().splitlines()[-20:]))
+    return code
+
+
 @contextmanager
 def label_studio_server(folder: Path) -> Iterator[LabelStudio]:
     """``label-studio start`` on a free loopback port with its own data folder and SQLite
@@ -139,10 +167,7 @@ def label_studio_server(folder: Path) -> Iterator[LabelStudio]:
     shutil.copytree(MIGRATED, folder / "data")
     port = free_port()
     token = secrets.token_hex(20)
-    env = {**os.environ, "HOME": str(folder), "LATEST_VERSION_CHECK": "false",
-           "COLLECT_ANALYTICS": "false", "LABEL_STUDIO_BASE_DATA_DIR": str(folder / "data"),
-           "DJANGO_DB": "sqlite", "SECRET_KEY": secrets.token_hex(32)}
-    env.pop("DATABASE_URL", None)
+    env = environment(folder)
     log_path = folder / "label-studio.log"
     started = time.monotonic()
     with log_path.open("w") as log:
@@ -172,3 +197,9 @@ def _wait(url: str, process: subprocess.Popen[bytes], log_path: Path, started: f
     what = (f"exited ({process.returncode})" if process.poll() is not None
             else f"did not answer in {START_TIMEOUT_S} s")
     raise AssertionError(f"label-studio {what}: {log_path.read_text()[-3000:]}")
+
+
+if __name__ == "__main__":  # make label-studio: python -m tests.label_studio FOLDER
+    import sys
+
+    sys.exit(migrate(Path(sys.argv[1]).resolve()))
